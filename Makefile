@@ -1,0 +1,31 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+# Everything is installed into .venv (the core and every plugin, editable, in one step).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PACKAGES := -e . $(foreach p,$(wildcard plugins/*/*/pyproject.toml),-e $(dir $(p)))
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml $(wildcard plugins/*/*/pyproject.toml) requirements-dev.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(PACKAGES) -r requirements-dev.txt
+	@touch $@
+
+demo: install
+	@echo "== plugins"
+	$(VENV)/bin/ctx plugins list
+	@echo "== validate"
+	$(VENV)/bin/ctx pipeline validate examples/coding-agent.yaml
+	@echo "== build (messages on stdout, the explanation on stderr)"
+	$(VENV)/bin/ctx build examples/coding-agent.yaml --state examples/conversation.json --explain
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,257 @@
+"""ContextBuilder: providers -> filters -> BuiltContext.
+
+The builder owns the order of a build: every provider contributes messages
+(stamped with its step id as ``source``), every filter transforms the sequence,
+the output is checked for tool-call pairing, counted once through the shared
+count cache, and returned with a report of every decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import structlog
+
+from ctxcore.budget import CachedCounter, FilterContext, ModelBudget
+from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
+from ctxcore.messages import Message
+from ctxcore.protocols import TokenCounter
+from ctxcore.report import BuildReport, ComponentTiming
+from ctxcore.transactions import check_tool_pairing
+
+__all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages"]
+
+log = structlog.get_logger("ctxcore.builder")
+
+# Errors that describe the request, not a broken component: never wrapped, never skipped.
+_PASS_THROUGH = (BudgetExceeded, InvalidHistory)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A component placed in a pipeline: its id, the object, and whether failure is fatal."""
+
+    id: str
+    component: Any
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class BuiltContext:
+    """The result of a build: the messages to send and the report explaining them."""
+
+    messages: tuple[Message, ...]
+    report: BuildReport = field(repr=False)
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """The messages as OpenAI chat-completions dicts."""
+        return [m.to_openai() for m in self.messages]
+
+
+def coerce_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
+    """Accept :class:`Message` objects or OpenAI dicts; return messages.
+
+    Raises:
+        ValueError: an item is neither; the message names its index.
+    """
+    out: list[Message] = []
+    for i, item in enumerate(items):
+        if isinstance(item, Message):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            try:
+                out.append(Message.from_openai(item))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise ValueError(f"message {i}: {exc}") from exc
+        else:
+            raise ValueError(f"message {i}: expected a Message or a dict, got {type(item).__name__}")
+    return out
+
+
+def _as_steps(items: Sequence[Any], kind: str) -> list[Step]:
+    steps: list[Step] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        step = item if isinstance(item, Step) else Step(id=_default_id(item, kind, i), component=item)
+        if step.id in seen:
+            step = Step(id=f"{step.id}#{i}", component=step.component, optional=step.optional)
+        seen.add(step.id)
+        steps.append(step)
+    return steps
+
+
+def _default_id(component: Any, kind: str, index: int) -> str:
+    name = getattr(component, "id", None) or getattr(component, "name", None)
+    return str(name) if isinstance(name, str) and name else f"{kind}s[{index}]"
+
+
+class ContextBuilder:
+    """Assembles one model request from providers and filters.
+
+    Args:
+        providers: objects with ``get_messages`` (or :class:`Step` wrappers), in order.
+        filters: objects with ``apply`` (or :class:`Step` wrappers), in order.
+        counter: the token counter; wrapped in a :class:`CachedCounter` that lives
+            as long as the builder, so repeated builds never re-tokenize a message.
+        budget: the model budget (or a plain input-token limit) filters default to.
+        hooks: a pluggy hook relay; ``on_build_complete`` is called once per build.
+        check_pairing: refuse to return a request with unpaired tool calls/results.
+    """
+
+    def __init__(
+        self,
+        providers: Sequence[Any],
+        filters: Sequence[Any] = (),
+        counter: TokenCounter | CachedCounter | None = None,
+        *,
+        budget: ModelBudget | int | None = None,
+        hooks: Any = None,
+        check_pairing: bool = True,
+    ) -> None:
+        if counter is None:
+            raise TypeError("ContextBuilder needs a token counter (for example ctxcore_counters.ApproximateCounter())")
+        self.providers = _as_steps(providers, "provider")
+        self.filters = _as_steps(filters, "filter")
+        self.counter = counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
+        if isinstance(budget, int):
+            budget = ModelBudget(context_window=budget)
+        self.budget: ModelBudget | None = budget
+        self.hooks = hooks
+        self.check_pairing = check_pairing
+
+    # ------------------------------------------------------------------ build
+    def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
+        """Run every provider then every filter; return the messages and the report.
+
+        Raises:
+            ComponentError: a non-optional component raised.
+            BudgetExceeded: a filter found the protected part alone over budget.
+            InvalidHistory: the result would pair tool calls and results illegally.
+        """
+        state, runtime = state or {}, runtime or {}
+        report = self._new_report()
+        messages: list[Message] = []
+        for step in self.providers:
+            started = time.perf_counter()
+            try:
+                produced = step.component.get_messages(state, runtime)
+            except _PASS_THROUGH:
+                raise
+            except Exception as exc:
+                self._component_failed(step, "provider", exc, report, started)
+                continue
+            messages.extend(self._stamp(step, produced, report, started))
+        return self._finish(messages, runtime, report)
+
+    async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
+        """Like :meth:`build`, awaiting providers' ``aget_messages`` concurrently."""
+        state, runtime = state or {}, runtime or {}
+        report = self._new_report()
+
+        async def run(step: Step) -> tuple[Step, float, Any]:
+            started = time.perf_counter()
+            fn = getattr(step.component, "aget_messages", None)
+            try:
+                if fn is not None:
+                    return step, started, await fn(state, runtime)
+                return step, started, step.component.get_messages(state, runtime)
+            except _PASS_THROUGH:
+                raise
+            except Exception as exc:  # collected, handled in order below
+                return step, started, exc
+
+        results = await asyncio.gather(*(run(s) for s in self.providers))
+        messages: list[Message] = []
+        for step, started, produced in results:
+            if isinstance(produced, BaseException):
+                self._component_failed(step, "provider", produced, report, started)
+                continue
+            messages.extend(self._stamp(step, produced, report, started))
+        return self._finish(messages, runtime, report)
+
+    def transform(self, messages: Iterable[Message | Mapping[str, Any]], runtime: Mapping[str, Any] | None = None) -> list[Message]:
+        """Run only the filters over ``messages`` (Messages or OpenAI dicts)."""
+        report = self._new_report()
+        return self._run_filters(coerce_messages(messages), runtime or {}, report)
+
+    # ---------------------------------------------------------------- phases
+    def _new_report(self) -> BuildReport:
+        return BuildReport(budget=self.budget.max_input_tokens if self.budget else None, _counter=self.counter)
+
+    def _stamp(self, step: Step, produced: Any, report: BuildReport, started: float) -> list[Message]:
+        if produced is None:
+            produced = ()
+        out: list[Message] = []
+        for i, m in enumerate(produced):
+            if not isinstance(m, Message):
+                exc = TypeError(f"item {i} is a {type(m).__name__}, not a ctxcore Message")
+                self._component_failed(step, "provider", exc, report, started)
+                return []
+            out.append(m if m.source is not None else m.model_copy(update={"source": step.id}))
+        report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(out)))
+        return out
+
+    def _run_filters(self, messages: list[Message], runtime: Mapping[str, Any], report: BuildReport) -> list[Message]:
+        budget = self.budget.max_input_tokens if self.budget else None
+        for step in self.filters:
+            ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
+            started = time.perf_counter()
+            try:
+                result = list(step.component.apply(messages, ctx))
+                _check_filter_output(result)
+            except _PASS_THROUGH:
+                raise
+            except Exception as exc:
+                self._component_failed(step, "filter", exc, report, started)
+                continue
+            kept_ids = {m.id for m in result}
+            dropped = [m for m in messages if m.id not in kept_ids]
+            if dropped:
+                report.record_dropped(dropped, by=step.id)
+            report.timings.append(
+                ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(result))
+            )
+            messages = result
+        return messages
+
+    def _finish(self, messages: list[Message], runtime: Mapping[str, Any], report: BuildReport) -> BuiltContext:
+        origin = {m.id for m in messages}
+        messages = self._run_filters(messages, runtime, report)
+        if self.check_pairing:
+            check_tool_pairing(messages)
+        tokens = [self.counter.count_message(m) for m in messages]
+        report.total_tokens = sum(tokens) + self.counter.priming
+        report.record_output(messages, tokens, added_ids={m.id for m in messages if m.id not in origin})
+        report.cache_hits, report.cache_misses = self.counter.hits, self.counter.misses
+        built = BuiltContext(messages=tuple(messages), report=report)
+        self._notify(built)
+        return built
+
+    def _component_failed(self, step: Step, kind: str, exc: BaseException, report: BuildReport, started: float) -> None:
+        if not step.optional:
+            if isinstance(exc, ComponentError):
+                raise exc
+            raise ComponentError(step.id, kind, exc) from exc
+        message = f"optional {kind} '{step.id}' skipped: {type(exc).__name__}: {exc}"
+        log.warning("component_skipped", component=step.id, kind=kind, error=f"{type(exc).__name__}: {exc}")
+        report.warnings.append(message)
+        report.timings.append(ComponentTiming(step.id, kind, time.perf_counter() - started, skipped=True))
+
+    def _notify(self, built: BuiltContext) -> None:
+        if self.hooks is None:
+            return
+        try:
+            self.hooks.on_build_complete(context=built)
+        except Exception as exc:  # an observer must not lose the caller's request
+            log.error("observer_failed", hook="on_build_complete", error=f"{type(exc).__name__}: {exc}")
+            built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")
+
+
+def _check_filter_output(result: list[Any]) -> None:
+    for i, m in enumerate(result):
+        if not isinstance(m, Message):
+            raise TypeError(f"returned item {i} is a {type(m).__name__}, not a ctxcore Message")
+

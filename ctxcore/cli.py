@@ -1,0 +1,261 @@
+"""``ctx``: the command-line interface.
+
+Plugins load lazily: built-in commands that need components load them when
+they run, and plugin-added commands (``register_commands``) are looked up only
+when a name is not a built-in command or when help lists the commands.
+Machine-readable output goes to stdout; explanations, warnings and logs go to
+stderr, so ``ctx build ... --explain | jq`` keeps working.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import structlog
+
+from ctxcore import __version__
+from ctxcore.errors import ConfigError, CtxError, PluginError
+from ctxcore.plugins import PluginHost
+from ctxcore.registry import KINDS, ComponentConflict, UnknownComponent
+
+__all__ = ["cli", "main"]
+
+
+class _CliState:
+    """Per-invocation state: the plugin host, loaded on first use."""
+
+    def __init__(self) -> None:
+        self._host: PluginHost | None = None
+
+    @property
+    def host(self) -> PluginHost:
+        if self._host is None:
+            try:
+                self._host = PluginHost.load()
+            except PluginError as exc:
+                _fail(str(exc))
+        return self._host
+
+
+def _state(ctx: click.Context) -> _CliState:
+    return ctx.find_root().ensure_object(_CliState)
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _configure_logging(verbose: int) -> None:
+    level = logging.WARNING - 10 * min(verbose, 2)
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
+        cache_logger_on_first_use=False,
+    )
+
+
+class _PluginCommandsGroup(click.Group):
+    """A click group that asks plugins for extra commands only when needed."""
+
+    def _load_plugin_commands(self, ctx: click.Context) -> None:
+        if getattr(self, "_plugin_commands_loaded", False):
+            return
+        self._plugin_commands_loaded = True
+        _state(ctx).host.hook.register_commands(cli=self)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None:
+            self._load_plugin_commands(ctx)
+            command = super().get_command(ctx, cmd_name)
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands(ctx)
+        return super().list_commands(ctx)
+
+
+@click.group(cls=_PluginCommandsGroup)
+@click.version_option(__version__, prog_name="ctx")
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-v info, -vv debug).")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int) -> None:
+    """Build, inspect and validate LLM contexts with ctxcore pipelines."""
+    _configure_logging(verbose)
+    ctx.ensure_object(_CliState)
+
+
+# ------------------------------------------------------------------ plugins
+@cli.group()
+def plugins() -> None:
+    """Inspect installed plugins."""
+
+
+@plugins.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (stable fields, sorted by name).")
+@click.option("--all", "show_all", is_flag=True, help="Also show plugins excluded by CTXCORE_PLUGINS / CTXCORE_BLOCK_PLUGINS.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any plugin failed or conflicts.")
+@click.pass_context
+def plugins_list(ctx: click.Context, as_json: bool, show_all: bool, strict: bool) -> None:
+    """List plugins, their status and the components they register."""
+    host = _state(ctx).host
+    infos = sorted(host.plugins, key=lambda p: p.name.lower())
+    if not show_all:
+        infos = [p for p in infos if p.status != "blocked"]
+    if as_json:
+        click.echo(json.dumps([p.to_dict() for p in infos], indent=2, sort_keys=True))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="ctxcore plugins")
+        for column in ("name", "version", "status", "components", "error"):
+            table.add_column(column)
+        for p in infos:
+            comps = ", ".join(f"{k}:{n}" for k in KINDS for n in sorted(p.components.get(k, [])))
+            error = f"{p.error['type']}: {p.error['message']}" if p.error else ""
+            table.add_row(p.name, p.version, p.status, comps, error)
+        Console(width=200).print(table)
+    if strict and any(p.status in ("failed", "conflict") for p in host.plugins):
+        sys.exit(1)
+
+
+# ----------------------------------------------------------------- pipeline
+@cli.group()
+def pipeline() -> None:
+    """Work with pipeline files."""
+
+
+def _load_pipeline(ctx: click.Context, path: str) -> Any:
+    from ctxcore.pipeline import Pipeline
+
+    try:
+        return Pipeline.from_yaml(path, host=_state(ctx).host)
+    except ConfigError as exc:
+        for issue in exc.issues:
+            click.echo(str(issue), err=True)
+        noun = "problem" if len(exc.issues) == 1 else "problems"
+        _fail(f"{path}: {len(exc.issues)} {noun}")
+
+
+@pipeline.command("validate")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+def pipeline_validate(ctx: click.Context, file: str) -> None:
+    """Check FILE and create its components; print every problem with its line."""
+    p = _load_pipeline(ctx, file)
+    try:
+        p.builder()
+    except ConfigError as exc:
+        for issue in exc.issues:
+            click.echo(str(issue), err=True)
+        _fail(f"{file}: components could not be created")
+    spec = p.spec
+    counter = spec.counter.type if spec.counter else "approximate (default)"
+    click.echo(f"ok: {file} — {len(spec.providers)} providers, {len(spec.filters)} filters, counter {counter}")
+
+
+# -------------------------------------------------------------------- build
+def _read_json(path: str, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        _fail(f"cannot read {what} {path}: {exc.strerror}")
+    except json.JSONDecodeError as exc:
+        _fail(f"{path}:{exc.lineno}:{exc.colno}: {what} is not valid JSON: {exc.msg}")
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False), help='JSON file: {"messages": [OpenAI-style dicts...]}.')
+@click.option("--format", "fmt", type=click.Choice(["openai", "json"]), default="openai", show_default=True,
+              help="openai: the request's messages; json: ctxcore messages with provenance plus the report.")
+@click.option("--explain", is_flag=True, help="Print the build report as tables on stderr.")
+@click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to providers.")
+@click.pass_context
+def build(ctx: click.Context, file: str, state_file: str, fmt: str, explain: bool, runtime_items: tuple[str, ...]) -> None:
+    """Build the context of pipeline FILE for the conversation in STATE."""
+    p = _load_pipeline(ctx, file)
+    state = _read_json(state_file, "state")
+    if not isinstance(state, dict):
+        _fail(f'{state_file}: the state must be a JSON object like {{"messages": [...]}}')
+    runtime = {}
+    for item in runtime_items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _fail(f"--runtime {item!r}: expected KEY=VALUE")
+        runtime[key] = value
+    try:
+        built = p.build(state, runtime)
+    except ConfigError as exc:
+        for issue in exc.issues:
+            click.echo(str(issue), err=True)
+        _fail(f"{file}: components could not be created")
+    except CtxError as exc:
+        _fail(f"{type(exc).__name__}: {exc}")
+    if fmt == "openai":
+        click.echo(json.dumps(built.to_openai(), indent=2, ensure_ascii=False))
+    else:
+        payload = {
+            "messages": [m.model_dump(mode="json") for m in built.messages],
+            "report": built.report.to_dict(),
+        }
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    if explain:
+        from ctxcore._explain import print_report
+
+        print_report(built.report)
+
+
+# -------------------------------------------------------------------- count
+@cli.command()
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--counter", "counter_name", default="tiktoken", show_default=True, help="Registered counter name (or plugin:name).")
+@click.option("--json", "as_json", is_flag=True, help="Print {file: tokens, ..., total} as JSON.")
+@click.pass_context
+def count(ctx: click.Context, files: tuple[str, ...], counter_name: str, as_json: bool) -> None:
+    """Count the tokens of FILES (standard input when none)."""
+    registry = _state(ctx).host.registry
+    try:
+        component = registry.get("counter", counter_name)
+    except (UnknownComponent, ComponentConflict) as exc:
+        _fail(f"--counter: {exc}")
+    try:
+        counter = component.create({})
+    except Exception as exc:
+        _fail(f"counter {counter_name!r} could not be created: {exc}")
+    results: dict[str, int] = {}
+    for name in files or ("-",):
+        if name == "-":
+            text = sys.stdin.read()
+        else:
+            try:
+                text = Path(name).read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                _fail(f"cannot read {name}: {exc.strerror}")
+        results["<stdin>" if name == "-" else name] = counter.count_text(text)
+    total = sum(results.values())
+    if as_json:
+        click.echo(json.dumps({"counter": component.name, "files": results, "total": total}, indent=2))
+        return
+    for name, tokens in results.items():
+        click.echo(f"{tokens:>10}  {name}")
+    if len(results) > 1:
+        click.echo(f"{total:>10}  total")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="ctx")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,115 @@
+"""The ctxcore exception hierarchy.
+
+Kept in its own small module so that code which only needs to catch an error
+never imports the builder or the pipeline loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ctxcore.report import BuildReport
+
+__all__ = [
+    "CtxError",
+    "ConfigError",
+    "ConfigIssue",
+    "PluginError",
+    "ComponentError",
+    "BudgetExceeded",
+    "InvalidHistory",
+    "CheckpointCorrupt",
+    "StaleWrite",
+]
+
+
+class CtxError(Exception):
+    """Root of every error ctxcore raises on purpose."""
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One located problem in a pipeline file.
+
+    ``line`` and ``column`` are 1-based; both are ``None`` when the problem has no
+    position (for example a pipeline built from a dict).
+    """
+
+    message: str
+    path: str = ""
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file or "<pipeline>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        path = f" {self.path}:" if self.path else ""
+        return f"{where}{path} {self.message}"
+
+
+class ConfigError(CtxError):
+    """A pipeline file (or dict) is invalid; carries every problem found at once."""
+
+    def __init__(self, issues: Sequence[ConfigIssue] | str) -> None:
+        if isinstance(issues, str):
+            issues = [ConfigIssue(issues)]
+        self.issues: list[ConfigIssue] = list(issues)
+        super().__init__("\n".join(str(i) for i in self.issues))
+
+
+class PluginError(CtxError):
+    """A plugin failed to load or two plugins claim the same component name."""
+
+
+class ComponentError(CtxError):
+    """A provider, filter or counter raised while building; names the component.
+
+    Attributes:
+        component: the step id of the failing component (``history``, ``filters[1]``...).
+        kind: the component kind (``provider``, ``filter``, ``counter``...).
+    """
+
+    def __init__(self, component: str, kind: str, cause: BaseException | str) -> None:
+        self.component = component
+        self.kind = kind
+        self.cause = cause
+        detail = f"{type(cause).__name__}: {cause}" if isinstance(cause, BaseException) else cause
+        super().__init__(
+            f"{kind} '{component}' failed: {detail} "
+            f"(mark the step 'optional: true' to skip it on failure)"
+        )
+
+
+class BudgetExceeded(CtxError):
+    """The protected part of the context alone does not fit the token budget.
+
+    Carries the build report so the caller can see what took the space.
+    """
+
+    def __init__(self, message: str, *, budget: int, required: int, report: BuildReport | Any = None) -> None:
+        self.budget = budget
+        self.required = required
+        self.report = report
+        super().__init__(message)
+
+
+class InvalidHistory(CtxError):
+    """The history cannot be sent as it is (for example a tool result without its call)."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        self.index = index
+        super().__init__(message if index is None else f"message {index}: {message}")
+
+
+class CheckpointCorrupt(CtxError):
+    """A stored checkpoint is damaged somewhere other than a torn last record."""
+
+
+class StaleWrite(CtxError):
+    """A checkpoint step is not newer than the latest stored step of its thread."""

@@ -1,0 +1,181 @@
+"""The contracts of the five component kinds (plus the summarizer later issues use).
+
+They are typing Protocols: any object with the right methods takes part; nothing
+has to inherit from ctxcore. Async variants are optional; the builder uses them
+when present (``abuild``) and otherwise calls the sync method.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, runtime_checkable
+
+from ctxcore.messages import Message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ctxcore.budget import FilterContext
+
+__all__ = [
+    "Provider",
+    "AsyncProvider",
+    "Filter",
+    "TokenCounter",
+    "Checkpointer",
+    "AsyncCheckpointer",
+    "MemoryStore",
+    "AsyncMemoryStore",
+    "Summarizer",
+]
+
+State = Mapping[str, Any]
+Runtime = Mapping[str, Any]
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """Contributes messages to the context, in pipeline order."""
+
+    def get_messages(self, state: State, runtime: Runtime) -> Sequence[Message]:
+        """Return this provider's messages for the given state and runtime values."""
+        ...
+
+
+@runtime_checkable
+class AsyncProvider(Protocol):
+    """A provider doing I/O; ``abuild`` awaits ``aget_messages`` when present."""
+
+    async def aget_messages(self, state: State, runtime: Runtime) -> Sequence[Message]:
+        """Async form of :meth:`Provider.get_messages`."""
+        ...
+
+
+@runtime_checkable
+class Filter(Protocol):
+    """Enforces a rule on the aggregated messages: drops, compresses or reorders."""
+
+    def apply(self, messages: Sequence[Message], ctx: FilterContext) -> Sequence[Message]:
+        """Return the messages to keep; ``ctx`` carries the counter, budget, runtime and report."""
+        ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Measures text and messages in the tokens of one tokenizer."""
+
+    name: str
+
+    def count_text(self, text: str) -> int:
+        """Tokens of a bare string."""
+        ...
+
+    def count_message(self, message: Message) -> int:
+        """Tokens of one message, including its per-message overhead."""
+        ...
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        """Tokens of a whole request's messages, including reply priming."""
+        ...
+
+    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """Tokens of a list of JSON-schema tool definitions."""
+        ...
+
+
+@runtime_checkable
+class Checkpointer(Protocol):
+    """Persists thread state so a run can resume."""
+
+    def save_checkpoint(
+        self,
+        thread_id: str,
+        step: int,
+        state_dump: dict[str, Any],
+        tree_state: dict[str, Any] | None = None,
+        runtime_metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Durably store the state of ``thread_id`` at ``step``."""
+        ...
+
+    def get_checkpoint(self, thread_id: str) -> dict[str, Any] | None:
+        """The latest checkpoint of the thread, or ``None``."""
+        ...
+
+    def list_threads(self) -> list[str]:
+        """Every thread with at least one checkpoint."""
+        ...
+
+    def list_checkpoints(self, thread_id: str) -> list[dict[str, Any]]:
+        """The thread's checkpoints, oldest first."""
+        ...
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint of the thread."""
+        ...
+
+    def prune(self, thread_id: str, keep_last: int) -> int:
+        """Keep the newest ``keep_last`` checkpoints; return how many were removed."""
+        ...
+
+
+@runtime_checkable
+class AsyncCheckpointer(Protocol):
+    """Async variants of the checkpointer calls likely to do I/O."""
+
+    async def asave_checkpoint(
+        self,
+        thread_id: str,
+        step: int,
+        state_dump: dict[str, Any],
+        tree_state: dict[str, Any] | None = None,
+        runtime_metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Async form of :meth:`Checkpointer.save_checkpoint`."""
+        ...
+
+    async def aget_checkpoint(self, thread_id: str) -> dict[str, Any] | None:
+        """Async form of :meth:`Checkpointer.get_checkpoint`."""
+        ...
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """Long-term memory: record facts, retrieve the relevant ones later."""
+
+    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> Any:
+        """Store ``inputs`` (text or messages) under ``namespace``."""
+        ...
+
+    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[Any]:
+        """The ``limit`` items most relevant to ``query``."""
+        ...
+
+    def format_retrieved(self, items: Sequence[Any]) -> str:
+        """Render retrieved items as text for the prompt."""
+        ...
+
+    def delete(self, item: Any, namespace: str | None = None) -> None:
+        """Remove an item."""
+        ...
+
+
+@runtime_checkable
+class AsyncMemoryStore(Protocol):
+    """Async variants of the memory calls."""
+
+    async def arecord(self, inputs: Any, namespace: str | None = None, **kw: Any) -> Any:
+        """Async form of :meth:`MemoryStore.record`."""
+        ...
+
+    async def aretrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[Any]:
+        """Async form of :meth:`MemoryStore.retrieve`."""
+        ...
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Condenses a span of messages; declares how many model calls it may make."""
+
+    max_calls: int
+
+    def summarize(self, messages: Sequence[Message], target_tokens: int) -> str:
+        """A summary of ``messages`` of about ``target_tokens`` tokens."""
+        ...

@@ -1,0 +1,157 @@
+"""BuildReport: what each component added, dropped and cost, for every message.
+
+The builder fills it while building. Token counts of kept messages are known
+after the build; counts of dropped messages are computed the first time the
+report is read (from the count cache when a filter already counted them), so a
+build never pays to count what it throws away unless somebody asks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from ctxcore.messages import Message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ctxcore.budget import CachedCounter
+
+__all__ = ["Fate", "MessageRecord", "ComponentTiming", "BuildReport"]
+
+Fate = Literal["kept", "dropped", "added"]
+
+
+@dataclass
+class MessageRecord:
+    """The fate of one message.
+
+    ``fate`` is ``kept`` (in the output, from a provider), ``added`` (in the output,
+    introduced by a filter, e.g. a compression) or ``dropped`` (``by`` names the
+    filter step). ``position`` is the index in the output, ``None`` when dropped.
+    """
+
+    id: str
+    role: str
+    source: str | None
+    zone: str
+    trust: str
+    fate: Fate
+    tokens: int | None
+    by: str | None = None
+    position: int | None = None
+    preview: str = ""
+
+
+@dataclass
+class ComponentTiming:
+    """Wall time one component took in this build, and what it did."""
+
+    id: str
+    kind: str
+    seconds: float
+    messages_in: int = 0
+    messages_out: int = 0
+    skipped: bool = False
+
+
+@dataclass
+class BuildReport:
+    """Everything a build decided, per message and per component."""
+
+    budget: int | None = None
+    total_tokens: int = 0
+    timings: list[ComponentTiming] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    cache_hits: int = 0
+    cache_misses: int = 0
+    _records: list[MessageRecord] = field(default_factory=list, repr=False)
+    _dropped: list[tuple[Message, str]] = field(default_factory=list, repr=False)
+    _counter: CachedCounter | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------ recording
+    def record_dropped(self, messages: list[Message], by: str) -> None:
+        """Note that filter ``by`` removed ``messages`` (counted lazily)."""
+        self._dropped.extend((m, by) for m in messages)
+
+    def record_output(self, messages: list[Message], tokens: list[int], added_ids: set[str]) -> None:
+        """Record the final messages with their counts; ``added_ids`` came from filters."""
+        for position, (m, t) in enumerate(zip(messages, tokens)):
+            self._records.append(
+                MessageRecord(
+                    id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
+                    fate="added" if m.id in added_ids else "kept", tokens=t, position=position,
+                    preview=_preview(m),
+                )
+            )
+
+    # -------------------------------------------------------------- reading
+    @property
+    def records(self) -> list[MessageRecord]:
+        """A record for every output message then every dropped one."""
+        if self._dropped:
+            counter = self._counter
+            for m, by in self._dropped:
+                tokens = counter.count_message(m) if counter is not None else None
+                self._records.append(
+                    MessageRecord(
+                        id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
+                        fate="dropped", tokens=tokens, by=by, preview=_preview(m),
+                    )
+                )
+            self._dropped = []
+        return self._records
+
+    @property
+    def kept(self) -> list[MessageRecord]:
+        """Records of the messages in the output, in output order."""
+        return [r for r in self.records if r.fate != "dropped"]
+
+    @property
+    def dropped(self) -> list[MessageRecord]:
+        """Records of the messages a filter removed."""
+        return [r for r in self.records if r.fate == "dropped"]
+
+    @property
+    def utilization(self) -> float | None:
+        """Share of the budget the output uses, or ``None`` without a budget."""
+        if not self.budget:
+            return None
+        return self.total_tokens / self.budget
+
+    def totals_by(self, key: Literal["source", "zone"]) -> dict[str, dict[str, int]]:
+        """Per source (or zone): tokens kept, tokens dropped, messages kept and dropped."""
+        out: dict[str, dict[str, int]] = defaultdict(
+            lambda: {"kept_tokens": 0, "dropped_tokens": 0, "kept": 0, "dropped": 0}
+        )
+        for r in self.records:
+            bucket = out[str(getattr(r, key))]
+            if r.fate == "dropped":
+                bucket["dropped"] += 1
+                bucket["dropped_tokens"] += r.tokens or 0
+            else:
+                bucket["kept"] += 1
+                bucket["kept_tokens"] += r.tokens or 0
+        return dict(sorted(out.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the whole report."""
+        return {
+            "budget": self.budget,
+            "total_tokens": self.total_tokens,
+            "utilization": self.utilization,
+            "cache": {"hits": self.cache_hits, "misses": self.cache_misses},
+            "messages": [asdict(r) for r in self.records],
+            "by_source": self.totals_by("source"),
+            "by_zone": self.totals_by("zone"),
+            "timings": [asdict(t) for t in self.timings],
+            "warnings": list(self.warnings),
+        }
+
+
+def _preview(m: Message, width: int = 60) -> str:
+    text = m.text
+    if not text and m.tool_calls:
+        text = "→ " + ", ".join(f"{c.name}()" for c in m.tool_calls)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,26 @@
+"""Entry point of ctxcore-filters: registers ``max_messages`` and ``token_budget``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxcore import hookimpl
+from ctxcore_filters.max_messages import MaxMessages, MaxMessagesConfig
+from ctxcore_filters.token_budget import TokenBudget, TokenBudgetConfig
+
+
+def _max_messages(config: MaxMessagesConfig) -> MaxMessages:
+    return MaxMessages(config.max_messages, config.pinned_roles)
+
+
+def _token_budget(config: TokenBudgetConfig) -> TokenBudget:
+    return TokenBudget(config.max_tokens, config.pinned_roles, config.trim_from_start, config.on_overflow)
+
+
+@hookimpl
+def register_filters(register: Any) -> None:
+    """Offer the message-count and token-budget filters."""
+    register("max_messages", _max_messages, config=MaxMessagesConfig,
+             description="Pinned prefix plus the newest N messages, by whole tool-call units.")
+    register("token_budget", _token_budget, config=TokenBudgetConfig,
+             description="Drop whole units from the old end until the request fits the token budget.")
