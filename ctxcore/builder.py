@@ -9,6 +9,7 @@ count cache, and returned with a report of every decision.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -84,8 +85,12 @@ def _as_steps(items: Sequence[Any], kind: str) -> list[Step]:
 
 
 def _default_id(component: Any, kind: str, index: int) -> str:
-    name = getattr(component, "id", None) or getattr(component, "name", None)
-    return str(name) if isinstance(name, str) and name else f"{kind}s[{index}]"
+    """An explicit ``id`` attribute, else the class name in snake case (``StaticPrompt`` -> ``static_prompt``)."""
+    name = getattr(component, "id", None)
+    if isinstance(name, str) and name:
+        return name
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", type(component).__name__).lower()
+    return snake or f"{kind}s[{index}]"
 
 
 class ContextBuilder:
