@@ -16,7 +16,7 @@ import uuid
 from functools import cached_property
 from typing import Annotated, Any, Literal, Mapping, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
     "Role",
@@ -209,7 +209,10 @@ class Message(BaseModel):
         metadata = dict(provenance.pop("metadata", None) or {})
         if extra:
             metadata[OPENAI_EXTRA_KEY] = extra
-        return cls(**fields, metadata=metadata, **provenance)
+        try:
+            return cls(**fields, metadata=metadata, **provenance)
+        except ValidationError as exc:
+            raise ValueError(_compact(exc)) from None
 
     def to_openai(self) -> dict[str, Any]:
         """Return the OpenAI chat-completions dict for this message."""
@@ -228,6 +231,15 @@ class Message(BaseModel):
             out["tool_call_id"] = self.tool_call_id
         out.update(extra)
         return out
+
+
+def _compact(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
 
 
 def _content_dump(content: str | tuple[Any, ...] | None) -> Any:

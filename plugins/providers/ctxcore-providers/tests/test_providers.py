@@ -1,0 +1,65 @@
+"""Tests for ctxcore-providers: static_prompt and history."""
+
+from __future__ import annotations
+
+import pytest
+from ctxcore_providers import History, StaticPrompt
+
+from ctxcore.messages import Message, human
+
+
+class TestStaticPrompt:
+    def test_one_protected_trusted_system_message(self) -> None:
+        """The prompt is a trusted system message in the protected zone."""
+        [m] = StaticPrompt("You are terse.").get_messages({}, {})
+        assert (m.role, m.content, m.zone, m.trust) == ("system", "You are terse.", "protected", "trusted")
+
+    def test_identical_across_builds(self) -> None:
+        """Every call returns the same message, id included (stable cache prefix)."""
+        p = StaticPrompt("x")
+        assert p.get_messages({}, {})[0] is p.get_messages({"messages": []}, {})[0]
+
+    def test_empty_text_rejected(self) -> None:
+        """An empty prompt is a configuration mistake."""
+        with pytest.raises(ValueError):
+            StaticPrompt("")
+
+
+class TestHistory:
+    def test_reads_openai_dicts_and_messages(self) -> None:
+        """Dicts are converted; Message objects pass through untouched."""
+        own = human("kept as is")
+        out = History().get_messages({"messages": [{"role": "user", "content": "hi"}, own]}, {})
+        assert out[0].to_openai() == {"role": "user", "content": "hi"} and out[1] is own
+
+    def test_ids_stable_across_builds(self) -> None:
+        """The same conversation yields the same ids; different positions differ."""
+        state = {"messages": [{"role": "user", "content": "same"}, {"role": "user", "content": "same"}]}
+        a, b = History().get_messages(state, {}), History().get_messages(state, {})
+        assert [m.id for m in a] == [m.id for m in b]
+        assert a[0].id != a[1].id
+
+    def test_custom_state_key_and_missing_key(self) -> None:
+        """state_key selects the list; an absent key means no history."""
+        assert History("chat").get_messages({"chat": [{"role": "user", "content": "x"}]}, {})[0].content == "x"
+        assert History().get_messages({}, {}) == []
+
+    @pytest.mark.parametrize(
+        "value, match",
+        [
+            ("not a list", r"state\['messages'\] must be a list"),
+            ([42], r"state\['messages'\]\[0\] is a int"),
+            ([{"role": "user", "content": "ok"}, {"role": "tool", "content": "x"}], r"state\['messages'\]\[1\]: .*tool_call_id"),
+        ],
+    )
+    def test_bad_state_names_the_item(self, value, match) -> None:
+        """Invalid history raises ValueError pointing at the key and index."""
+        with pytest.raises(ValueError, match=match):
+            History().get_messages({"messages": value}, {})
+
+    def test_tool_results_stay_untrusted(self) -> None:
+        """Tool output read from history is untrusted."""
+        msgs = [{"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c", "content": "output"}]
+        out = History().get_messages({"messages": msgs}, {})
+        assert isinstance(out[1], Message) and out[1].trust == "untrusted"
