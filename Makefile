@@ -12,7 +12,6 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml $(wildcard plugins/*/*/pyproject.toml) requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(PACKAGES) -r requirements-dev.txt
 	@touch $@
 
