@@ -126,6 +126,8 @@ class ContextBuilder:
         self.budget: ModelBudget | None = budget
         self.hooks = hooks
         self.check_pairing = check_pairing
+        # step id -> {id(original): (original, copy with source set)}, from the last build
+        self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
 
     # ------------------------------------------------------------------ build
     def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
@@ -190,12 +192,22 @@ class ContextBuilder:
         if produced is None:
             produced = ()
         out: list[Message] = []
+        previous = self._stamped.get(step.id, {})
+        stamped: dict[int, tuple[Message, Message]] = {}
         for i, m in enumerate(produced):
             if not isinstance(m, Message):
                 exc = TypeError(f"item {i} is a {type(m).__name__}, not a ctxcore Message")
                 self._component_failed(step, "provider", exc, report, started)
                 return []
-            out.append(m if m.source is not None else m.model_copy(update={"source": step.id}))
+            if m.source is None:
+                # Messages are immutable, so the same object always gets the same stamped
+                # copy; a provider returning the same history each turn pays no copy.
+                hit = previous.get(id(m))
+                copy = hit[1] if hit is not None and hit[0] is m else m.model_copy(update={"source": step.id})
+                stamped[id(m)] = (m, copy)
+                m = copy
+            out.append(m)
+        self._stamped[step.id] = stamped
         report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(out)))
         return out
 

@@ -233,3 +233,12 @@ class TestAsyncAndTransform:
         assert [m.role for m in out] == ["tool"]
         with pytest.raises(ValueError, match="message 0"):
             b.transform([42])
+
+
+def test_repeated_builds_reuse_stamped_messages() -> None:
+    """The same provider output gets the same source-stamped objects on every build."""
+    b = ContextBuilder([History()], [], ApproximateCounter())
+    state = {"messages": conversation(3)}
+    first, second = b.build(state), b.build(state)
+    assert all(x is y for x, y in zip(first.messages, second.messages))
+    assert all(m.source == "history" for m in second.messages)

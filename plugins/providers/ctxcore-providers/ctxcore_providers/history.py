@@ -3,10 +3,16 @@
 Items may be ctxcore :class:`Message` objects or OpenAI chat dicts. A dict gets a
 stable id derived from its position and content, so the same conversation
 built twice yields the same ids (reports and caches line up across turns).
+
+Converted dicts are remembered by position (as a private deep copy, so a dict
+mutated in place is noticed): on the next build an item equal to the remembered
+one reuses its Message instead of validating it again, so a growing
+conversation costs a dict comparison per old message, not a pydantic validation.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from typing import Any, Mapping, Sequence
 
@@ -28,6 +34,7 @@ class History:
 
     def __init__(self, state_key: str = "messages") -> None:
         self.state_key = state_key
+        self._converted: list[tuple[Any, Message]] = []
 
     def get_messages(self, state: Mapping[str, Any], runtime: Mapping[str, Any]) -> Sequence[Message]:
         """Convert ``state[state_key]`` to messages (empty when the key is absent).
@@ -42,17 +49,29 @@ class History:
         if not isinstance(items, (list, tuple)):
             raise ValueError(f"state[{self.state_key!r}] must be a list of messages, not {type(items).__name__}")
         out: list[Message] = []
+        previous = self._converted
+        converted: list[tuple[Any, Message]] = []
         for index, item in enumerate(items):
             if isinstance(item, Message):
                 out.append(item)
+                converted.append((item, item))
                 continue
+            if index < len(previous):
+                seen, message = previous[index]
+                if seen == item:
+                    out.append(message)
+                    converted.append((seen, message))
+                    continue
             if not isinstance(item, Mapping):
                 raise ValueError(f"state[{self.state_key!r}][{index}] is a {type(item).__name__}, not a message dict")
             try:
                 message = Message.from_openai(item)
             except (ValueError, KeyError, TypeError) as exc:
                 raise ValueError(f"state[{self.state_key!r}][{index}]: {exc}") from exc
-            out.append(message.model_copy(update={"id": _stable_id(self.state_key, index, message.fingerprint)}))
+            message = message.model_copy(update={"id": _stable_id(self.state_key, index, message.fingerprint)})
+            out.append(message)
+            converted.append((copy.deepcopy(item), message))
+        self._converted = converted
         return out
 
 

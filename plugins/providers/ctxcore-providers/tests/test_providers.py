@@ -63,3 +63,22 @@ class TestHistory:
                 {"role": "tool", "tool_call_id": "c", "content": "output"}]
         out = History().get_messages({"messages": msgs}, {})
         assert isinstance(out[1], Message) and out[1].trust == "untrusted"
+
+
+class TestHistoryReuse:
+    def test_unchanged_items_reuse_their_messages(self) -> None:
+        """A second call on an equal conversation returns the very same Message objects."""
+        h = History()
+        state = {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}
+        first = h.get_messages(state, {})
+        again = h.get_messages({"messages": [dict(d) for d in state["messages"]] + [{"role": "user", "content": "c"}]}, {})
+        assert again[0] is first[0] and again[1] is first[1] and again[2].content == "c"
+
+    def test_dict_mutated_in_place_is_reconverted(self) -> None:
+        """Editing a stored dict in place is noticed: no stale message is served."""
+        h = History()
+        item = {"role": "user", "content": "before"}
+        h.get_messages({"messages": [item]}, {})
+        item["content"] = "after"
+        [m] = h.get_messages({"messages": [item]}, {})
+        assert m.content == "after"
