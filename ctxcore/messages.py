@@ -167,7 +167,11 @@ class Message(BaseModel):
         return tuple(c.id for c in self.tool_calls)
 
     def with_provenance(self, **changes: Any) -> Message:
-        """Return a copy with provenance (or other) fields changed, validated again."""
+        """Return a copy with provenance (or other) fields changed, validated again.
+
+        Use this rather than ``model_copy(update=...)``, which skips validation and
+        so could, for example, put untrusted text in the system role.
+        """
         return self.model_validate({**self.model_dump(exclude_defaults=False), **changes})
 
     # --------------------------------------------------------------- openai io

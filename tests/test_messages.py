@@ -132,3 +132,17 @@ class TestOpenAI:
         """Unsupported input raises ValueError naming the offending key."""
         with pytest.raises(ValueError, match=match):
             Message.from_openai(data)
+
+
+class TestWithProvenance:
+    def test_changes_fields_and_keeps_the_rest(self) -> None:
+        """with_provenance returns a validated copy with the same id and content."""
+        m = human([TextBlock(text="a"), ImageBlock(url="u", detail="low")], source="x")
+        c = m.with_provenance(source="y", priority=7)
+        assert (c.id, c.content, c.source, c.priority) == (m.id, m.content, "y", 7)
+
+    def test_cannot_promote_untrusted_text_to_system(self) -> None:
+        """Changing the role of untrusted content to system is refused (validation runs again)."""
+        m = human("retrieved web page", trust="untrusted")
+        with pytest.raises(ValidationError, match="untrusted content cannot take the system role"):
+            m.with_provenance(role="system")
