@@ -1,0 +1,88 @@
+"""Tests for the documentation: every hook and CLI command is documented, every link resolves."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import click
+import pytest
+
+from ctxcore import hookspecs
+from ctxcore.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+MARKDOWN = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+# [text](target) not preceded by "!" is a link; images are checked the same way.
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
+
+
+def _headings(path: Path) -> set[str]:
+    """The text of every level-3 heading of ``path``."""
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    return {m.group(1).strip() for m in re.finditer(r"^### (.+)$", text, re.MULTILINE)}
+
+
+def _hookspecs() -> list[tuple[str, list[str]]]:
+    """(name, parameter names) of every function marked with ctxcore's hookspec marker."""
+    marker = f"{hookspecs.PROJECT_NAME}_spec"
+    return [
+        (name, list(inspect.signature(fn).parameters))
+        for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+        if hasattr(fn, marker)
+    ]
+
+
+def _commands(command: click.Command, path: tuple[str, ...] = ("ctx",)) -> list[str]:
+    """Full paths (``ctx plugins list``) of ``command`` and every command below it."""
+    found = [" ".join(path)]
+    if isinstance(command, click.Group):
+        for name, sub in sorted(command.commands.items()):
+            found.extend(_commands(sub, (*path, name)))
+    return found
+
+
+def _relative_links(path: Path) -> list[str]:
+    """Link targets in ``path`` that are files of this repository (no URLs, no bare anchors)."""
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    targets = []
+    for target in _LINK.findall(text):
+        if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith("#"):
+            continue
+        targets.append(target.split("#", 1)[0])
+    return targets
+
+
+def test_hookspecs_are_found() -> None:
+    """The hookspec discovery sees the registration and observer hooks (guards the tests below)."""
+    names = {name for name, _ in _hookspecs()}
+    assert {"register_providers", "register_commands", "on_build_complete"} <= names
+
+
+@pytest.mark.parametrize(("name", "params"), _hookspecs(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_hook_has_a_reference_heading(name: str, params: list[str]) -> None:
+    """docs/plugins.md has a heading '### name(args)' with the hook's exact parameter names."""
+    heading = f"{name}({', '.join(params)})"
+    assert heading in _headings(DOCS / "plugins.md"), f"docs/plugins.md lacks '### {heading}'"
+
+
+def test_cli_commands_are_found() -> None:
+    """The command walk reaches nested commands (guards the test below)."""
+    assert {"ctx", "ctx plugins list", "ctx pipeline validate", "ctx build", "ctx count"} <= set(_commands(cli))
+
+
+@pytest.mark.parametrize("command", _commands(cli))
+def test_every_cli_command_has_a_heading(command: str) -> None:
+    """docs/cli.md has a heading '### ctx <full command path>' for every command and group."""
+    assert command in _headings(DOCS / "cli.md"), f"docs/cli.md lacks '### {command}'"
+
+
+@pytest.mark.parametrize("doc", MARKDOWN, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(doc: Path) -> None:
+    """Every relative link in README.md and docs/*.md points to a file that exists."""
+    missing = [t for t in _relative_links(doc) if t and not (doc.parent / t).exists()]
+    assert not missing, f"{doc.relative_to(ROOT)}: broken links {missing}"
