@@ -104,6 +104,8 @@ class ContextBuilder:
         budget: the model budget (or a plain input-token limit) filters default to.
         hooks: a pluggy hook relay; ``on_build_complete`` is called once per build.
         check_pairing: refuse to return a request with unpaired tool calls/results.
+        warnings: standing warnings copied into every report (e.g. optional
+            components a pipeline could not create).
     """
 
     def __init__(
@@ -115,6 +117,7 @@ class ContextBuilder:
         budget: ModelBudget | int | None = None,
         hooks: Any = None,
         check_pairing: bool = True,
+        warnings: Sequence[str] = (),
     ) -> None:
         if counter is None:
             raise TypeError("ContextBuilder needs a token counter (for example ctxcore_counters.ApproximateCounter())")
@@ -126,6 +129,7 @@ class ContextBuilder:
         self.budget: ModelBudget | None = budget
         self.hooks = hooks
         self.check_pairing = check_pairing
+        self.warnings = list(warnings)
         # step id -> {id(original): (original, copy with source set)}, from the last build
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
 
@@ -186,7 +190,10 @@ class ContextBuilder:
 
     # ---------------------------------------------------------------- phases
     def _new_report(self) -> BuildReport:
-        return BuildReport(budget=self.budget.max_input_tokens if self.budget else None, _counter=self.counter)
+        report = BuildReport(budget=self.budget.max_input_tokens if self.budget else None, _counter=self.counter)
+        report.warnings.extend(self.warnings)
+        report._cache_start = (self.counter.hits, self.counter.misses)
+        return report
 
     def _stamp(self, step: Step, produced: Any, report: BuildReport, started: float) -> list[Message]:
         if produced is None:
@@ -242,7 +249,9 @@ class ContextBuilder:
         tokens = [self.counter.count_message(m) for m in messages]
         report.total_tokens = sum(tokens) + self.counter.priming
         report.record_output(messages, tokens, added_ids={m.id for m in messages if m.id not in origin})
-        report.cache_hits, report.cache_misses = self.counter.hits, self.counter.misses
+        # This build's share of the cache traffic (the cache outlives builds).
+        report.cache_hits = self.counter.hits - report._cache_start[0]
+        report.cache_misses = self.counter.misses - report._cache_start[1]
         built = BuiltContext(messages=tuple(messages), report=report)
         self._notify(built)
         return built

@@ -123,6 +123,11 @@ def plugins_list(ctx: click.Context, as_json: bool, show_all: bool, strict: bool
             error = f"{p.error['type']}: {p.error['message']}" if p.error else ""
             table.add_row(p.name, p.version, p.status, comps, error)
         Console(width=200).print(table)
+        failed = [p for p in infos if p.status == "failed"]
+        if failed and ctx.find_root().params.get("verbose", 0) == 0:
+            click.echo("(run with -v for the tracebacks of failed plugins)", err=True)
+        for p in failed if ctx.find_root().params.get("verbose", 0) else []:
+            click.echo(f"--- {p.name} {p.version}\n{p.traceback}", err=True)
     if strict and any(p.status in ("failed", "conflict") for p in host.plugins):
         sys.exit(1)
 
@@ -157,6 +162,8 @@ def pipeline_validate(ctx: click.Context, file: str) -> None:
         for issue in exc.issues:
             click.echo(str(issue), err=True)
         _fail(f"{file}: components could not be created")
+    for warning in p.warnings:
+        click.echo(f"warning: {warning}", err=True)
     spec = p.spec
     counter = spec.counter.type if spec.counter else "approximate (default)"
     click.echo(f"ok: {file} — {len(spec.providers)} providers, {len(spec.filters)} filters, counter {counter}")
@@ -219,7 +226,7 @@ def build(ctx: click.Context, file: str, state_file: str, fmt: str, explain: boo
 @cli.command()
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--counter", "counter_name", default="tiktoken", show_default=True, help="Registered counter name (or plugin:name).")
-@click.option("--json", "as_json", is_flag=True, help="Print {file: tokens, ..., total} as JSON.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"counter": NAME, "files": {FILE: TOKENS}, "total": N} as JSON.')
 @click.pass_context
 def count(ctx: click.Context, files: tuple[str, ...], counter_name: str, as_json: bool) -> None:
     """Count the tokens of FILES (standard input when none)."""

@@ -161,6 +161,18 @@ class Message(BaseModel):
         )
         return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Message:
+        """Copy without validation; derived values (``text``, ``fingerprint``) are recomputed.
+
+        Prefer :meth:`with_provenance` for anything but trusted internal updates:
+        ``model_copy`` does not re-run the role/trust checks.
+        """
+        copied = super().model_copy(update=update, deep=deep)
+        if update and not _READ_FIELDS.isdisjoint(update):
+            for derived in _DERIVED:
+                copied.__dict__.pop(derived, None)
+        return copied
+
     @property
     def tool_call_ids(self) -> tuple[str, ...]:
         """Ids of the calls this (assistant) message requests."""
@@ -235,6 +247,11 @@ class Message(BaseModel):
             out["tool_call_id"] = self.tool_call_id
         out.update(extra)
         return out
+
+
+_DERIVED = ("text", "fingerprint")
+# Fields the model reads: changing one invalidates the derived values above.
+_READ_FIELDS = frozenset({"role", "content", "name", "tool_call_id", "tool_calls"})
 
 
 def _compact(exc: ValidationError) -> str:

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator, model_validator
+
+import structlog
 
 from ctxcore._yaml import LoadedYaml, load_yaml
 from ctxcore.budget import ModelBudget
@@ -23,6 +25,8 @@ from ctxcore.plugins import PluginHost, default_host
 from ctxcore.registry import Component, ComponentConflict, UnknownComponent
 
 __all__ = ["ModelSpec", "StepSpec", "PipelineSpec", "Pipeline", "DEFAULT_COUNTER"]
+
+log = structlog.get_logger("ctxcore.pipeline")
 
 #: counter used when a pipeline names none.
 DEFAULT_COUNTER = "approximate"
@@ -37,6 +41,15 @@ class ModelSpec(BaseModel):
 
     context_window: PositiveInt = 128_000
     reserve_output_tokens: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _reserve_fits(self) -> ModelSpec:
+        if self.reserve_output_tokens >= self.context_window:
+            raise ValueError(
+                f"reserve_output_tokens ({self.reserve_output_tokens}) must be smaller than "
+                f"context_window ({self.context_window}), or nothing is left for the input"
+            )
+        return self
 
 
 class StepSpec(BaseModel):
@@ -120,8 +133,10 @@ class Pipeline:
         self._steps = steps
         self._loaded: LoadedYaml | None = None
         self._builder: ContextBuilder | None = None
-        self.checkpointer: Any = None
-        self.memory: Any = None
+        self._checkpointer: Any = None
+        self._memory: Any = None
+        #: optional components that could not be created (also in every build report).
+        self.warnings: list[str] = []
 
     # ------------------------------------------------------------ loading
     @classmethod
@@ -138,7 +153,7 @@ class Pipeline:
     def from_string(cls, text: str, *, file: str = "<string>", host: PluginHost | None = None, env: Mapping[str, str] | None = None) -> Pipeline:
         """Load and validate pipeline YAML text; ``file`` names it in errors."""
         loaded = load_yaml(text, file=file, env=env)
-        if loaded.issues:
+        if loaded.data is None:
             raise ConfigError(loaded.issues)
         return cls._validate(loaded, host or default_host())
 
@@ -149,29 +164,27 @@ class Pipeline:
 
     @classmethod
     def _validate(cls, loaded: LoadedYaml, host: PluginHost) -> Pipeline:
-        if not isinstance(loaded.data, Mapping):
-            raise ConfigError([loaded.issue((), "a pipeline file must be a mapping with 'version: 1' at the top")])
+        # Every phase runs even when an earlier one found problems, so a file's
+        # problems are all reported at once.
+        issues: list[ConfigIssue] = list(loaded.issues)
+        data = loaded.data
+        if not isinstance(data, Mapping):
+            issues.append(loaded.issue((), "a pipeline file must be a mapping with 'version: 1' at the top"))
+            raise ConfigError(issues)
+        spec: PipelineSpec | None = None
         try:
-            spec = PipelineSpec.model_validate(loaded.data)
+            spec = PipelineSpec.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(_pydantic_issues(exc, loaded, ())) from None
-        issues: list[ConfigIssue] = []
+            issues.extend(_pydantic_issues(exc, loaded, ()))
         steps: dict[str, list[_ResolvedStep]] = {}
         for slot, kind, many in _SLOTS:
-            value = getattr(spec, slot)
-            if value is None:
-                if slot == "counter":
-                    value = StepSpec(type=DEFAULT_COUNTER)
-                else:
-                    continue
-            items = list(enumerate(value)) if many else [(None, value)]
-            for index, step in items:
-                path = (slot,) if index is None else (slot, index)
+            for path, step in _raw_steps(data, slot, many):
                 resolved = _resolve_step(host, kind, step, path, loaded, issues)
                 if resolved is not None:
                     steps.setdefault(slot, []).append(resolved)
-        _check_ids(spec, loaded, issues)
-        if issues:
+        if spec is not None:
+            _check_ids(spec, loaded, issues)
+        if issues or spec is None:
             raise ConfigError(issues)
         pipeline = cls(spec, steps, host=host, source=loaded.file)
         pipeline._loaded = loaded
@@ -197,11 +210,14 @@ class Pipeline:
                 try:
                     obj = r.component.create(r.config)
                 except Exception as exc:
-                    if r.spec.optional:
-                        continue
                     message = f"{r.component.kind} {r.spec.type!r} could not be created: {type(exc).__name__}: {exc}"
                     loaded = self._loaded or LoadedYaml(data=None, file=self.source or "<pipeline>")
-                    issues.append(loaded.issue(r.path, message))
+                    issue = loaded.issue(r.path, message)
+                    if r.spec.optional:
+                        self.warnings.append(f"optional {issue} (skipped)")
+                        log.warning("component_skipped", component=r.spec.id or r.spec.type, error=message)
+                        continue
+                    issues.append(issue)
                     continue
                 step_id = r.spec.id or r.spec.type
                 created.setdefault(slot, []).append(Step(step_id, obj, r.spec.optional))
@@ -210,15 +226,28 @@ class Pipeline:
         counter = created["counter"][0].component if created.get("counter") else None
         if counter is None:
             raise ConfigError("the optional counter could not be created and a pipeline needs one")
-        self.checkpointer = created["checkpointer"][0].component if created.get("checkpointer") else None
-        self.memory = created["memory"][0].component if created.get("memory") else None
+        self._checkpointer = created["checkpointer"][0].component if created.get("checkpointer") else None
+        self._memory = created["memory"][0].component if created.get("memory") else None
         return ContextBuilder(
             created.get("providers", []),
             created.get("filters", []),
             counter,
             budget=self.budget,
             hooks=self.host.hook,
+            warnings=self.warnings,
         )
+
+    @property
+    def checkpointer(self) -> Any:
+        """The configured checkpointer (compiles the pipeline on first access), or ``None``."""
+        self.builder()
+        return self._checkpointer
+
+    @property
+    def memory(self) -> Any:
+        """The configured long-term memory store (compiles on first access), or ``None``."""
+        self.builder()
+        return self._memory
 
     def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Compile (once) and build; see :meth:`ContextBuilder.build`."""
@@ -227,6 +256,34 @@ class Pipeline:
     async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Compile (once) and build asynchronously."""
         return await self.builder().abuild(state, runtime)
+
+
+def _raw_steps(data: Mapping[str, Any], slot: str, many: bool) -> list[tuple[tuple[Any, ...], StepSpec]]:
+    """The well-formed steps of ``slot`` in the raw data (malformed ones are reported by the spec pass)."""
+    raw = data.get(slot)
+    if raw is None:
+        raw = DEFAULT_COUNTER if slot == "counter" else None
+    if raw is None:
+        return []
+    if many:
+        items = [((slot, i), item) for i, item in enumerate(raw)] if isinstance(raw, list) else []
+    else:
+        items = [((slot,), raw)]
+    out = []
+    for path, item in items:
+        try:
+            out.append((path, StepSpec.model_validate(StepSpec.from_raw(item))))
+        except ValidationError:
+            continue
+    return out
+
+
+def _known_fields(loc: tuple[Any, ...]) -> list[str]:
+    if len(loc) == 1:
+        return list(PipelineSpec.model_fields)
+    if len(loc) == 2 and loc[0] == "model":
+        return list(ModelSpec.model_fields)
+    return []
 
 
 def _resolve_step(
@@ -273,7 +330,8 @@ def _pydantic_issues(
         message = err["msg"]
         if at_key:
             message = f"unknown key {loc[-1]!r}" + (f" for {component}" if component else "")
-            close = difflib.get_close_matches(str(loc[-1]), fields or [], n=1, cutoff=0.6)
+            fields = fields if fields is not None else _known_fields(loc)
+            close = difflib.get_close_matches(str(loc[-1]), fields, n=1, cutoff=0.6)
             message += f" — did you mean {close[0]!r}?" if close else (f" (allowed: {', '.join(fields)})" if fields else "")
         elif component:
             message = f"{message} ({component})"

@@ -15,8 +15,10 @@ Environment:
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
@@ -66,6 +68,8 @@ class PluginInfo:
     hooks: list[str] = field(default_factory=list)
     components: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
     error: dict[str, str] | None = None
+    #: the formatted traceback of a failure (shown by ``ctx -v plugins list``; not in the JSON).
+    traceback: str = field(default="", repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The stable JSON shape of ``ctx plugins list --json``."""
@@ -144,9 +148,16 @@ class PluginHost:
         self.plugins.append(info)
         try:
             plugin = ep.load()
-            self.pm.register(plugin, name=info.name)
         except Exception as exc:
             self._fail(info, exc, "failed to load")
+            return
+        try:
+            self.pm.register(plugin, name=info.name)
+            _check_hook_names(self.pm, plugin)
+        except Exception as exc:
+            if self.pm.is_registered(plugin):
+                self.pm.unregister(plugin)
+            self._fail(info, exc, "failed to register")
             return
         info.hooks = sorted(c.name for c in (self.pm.get_hookcallers(plugin) or []))
 
@@ -154,6 +165,11 @@ class PluginHost:
         """Register an in-process plugin object (a module or a class with @hookimpl methods)."""
         info = PluginInfo(name, version, entry_point or f"{name} = <in-process>")
         self.pm.register(plugin, name=name)
+        try:
+            _check_hook_names(self.pm, plugin)
+        except PluginError:
+            self.pm.unregister(name=name)
+            raise
         info.hooks = sorted(c.name for c in (self.pm.get_hookcallers(plugin) or []))
         self.plugins.append(info)
         self._registry = None
@@ -162,6 +178,7 @@ class PluginHost:
     def _fail(self, info: PluginInfo, exc: BaseException, what: str) -> None:
         info.status = "failed"
         info.error = {"type": type(exc).__name__, "message": str(exc)}
+        info.traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         log.warning("plugin_failed", plugin=info.name, version=info.version, error=f"{type(exc).__name__}: {exc}")
         if self.strict:
             raise PluginError(
@@ -228,6 +245,16 @@ class PluginHost:
     def failed(self) -> list[PluginInfo]:
         """Plugins that failed to load or register."""
         return [p for p in self.plugins if p.status == "failed"]
+
+
+def _check_hook_names(pm: pluggy.PluginManager, plugin: Any) -> None:
+    """Refuse hook implementations that match no ctxcore hook (a typo would silently do nothing)."""
+    known = sorted(n for n in dir(pm.hook) if not n.startswith("_") and getattr(pm.hook, n).spec is not None)
+    for caller in pm.get_hookcallers(plugin) or []:
+        if caller.spec is None:
+            close = difflib.get_close_matches(caller.name, known, n=1)
+            hint = f" — did you mean '{close[0]}'?" if close else ""
+            raise PluginError(f"unknown hook '{caller.name}'{hint}")
 
 
 def _dist_name(ep: Any) -> str:

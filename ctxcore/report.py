@@ -63,11 +63,12 @@ class BuildReport:
     total_tokens: int = 0
     timings: list[ComponentTiming] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    cache_hits: int = 0
-    cache_misses: int = 0
+    cache_hits: int = 0  # count-cache hits during this build
+    cache_misses: int = 0  # messages tokenized during this build
     _records: list[MessageRecord] = field(default_factory=list, repr=False)
     _dropped: list[tuple[Message, str]] = field(default_factory=list, repr=False)
     _counter: CachedCounter | None = field(default=None, repr=False)
+    _cache_start: tuple[int, int] = field(default=(0, 0), repr=False)
 
     # ------------------------------------------------------------ recording
     def record_dropped(self, messages: list[Message], by: str) -> None:

@@ -146,3 +146,12 @@ class TestWithProvenance:
         m = human("retrieved web page", trust="untrusted")
         with pytest.raises(ValidationError, match="untrusted content cannot take the system role"):
             m.with_provenance(role="system")
+
+
+def test_model_copy_recomputes_derived_values() -> None:
+    """A content update through model_copy does not keep the old text or fingerprint."""
+    m = human("hello")
+    old_fingerprint, _ = m.fingerprint, m.text
+    c = m.model_copy(update={"content": "changed"})
+    assert c.text == "changed" and c.fingerprint != old_fingerprint
+    assert m.model_copy(update={"source": "x"}).fingerprint == old_fingerprint

@@ -171,3 +171,57 @@ def test_optional_step_that_cannot_be_created_is_skipped(host, tmp_path) -> None
     p = load(text, host)
     with pytest.raises(ConfigError, match="needs one"):
         p.builder()
+
+
+class TestCollectsAcrossPhases:
+    def test_yaml_and_step_problems_reported_together(self, host) -> None:
+        """A duplicate key does not hide an unknown component type elsewhere in the file."""
+        found = issues("version: 1\nname: a\nname: b\nfilters: [tokn_budget]\n", host)
+        assert len(found) == 2
+        assert "duplicate key 'name'" in found[0] and "did you mean 'token_budget'" in found[1]
+
+    def test_schema_and_step_problems_reported_together(self, host) -> None:
+        """A top-level typo and a step typo come back in one error, with suggestions."""
+        found = issues("version: 1\nnme: x\nproviders: [static_promt]\n", host)
+        assert found[0] == "p.yaml:2:1 nme: unknown key 'nme' — did you mean 'name'?"
+        assert "did you mean 'static_prompt'" in found[1]
+
+    def test_reserve_must_leave_room(self, host) -> None:
+        """reserve_output_tokens >= context_window is a located validation error."""
+        [issue] = issues("version: 1\nmodel:\n  context_window: 100\n  reserve_output_tokens: 100\n", host)
+        assert issue.startswith("p.yaml:3:3 model: ") and "must be smaller than context_window (100)" in issue
+
+
+def test_optional_component_that_cannot_be_created_is_reported() -> None:
+    """An optional step whose factory raises is skipped, with a warning in every report."""
+    from ctxcore import hookimpl
+    from ctxcore.messages import human
+    from ctxcore.testing import fresh_host
+
+    class Plugin:
+        @hookimpl
+        def register_providers(self, register):
+            def broken(config):
+                raise ConnectionError("vector store unreachable")
+
+            class Hi:
+                def get_messages(self, state, runtime):
+                    return [human("hi")]
+
+            register("remote_memory", broken)
+            register("hi", lambda config: Hi())
+
+        @hookimpl
+        def register_token_counters(self, register):
+            from ctxcore_counters import ApproximateCounter
+
+            register("approximate", lambda config: ApproximateCounter())
+
+    p = Pipeline.from_string("version: 1\nproviders:\n  - {type: remote_memory, optional: true}\n  - hi\n", file="p.yaml", host=fresh_host(("x", Plugin())))
+    built = p.build({})
+    assert [m.content for m in built.messages] == ["hi"]
+    assert built.report.warnings == [
+        "optional p.yaml:3:5 providers[0]: provider 'remote_memory' could not be created: "
+        "ConnectionError: vector store unreachable (skipped)"
+    ]
+    assert p.warnings == built.report.warnings

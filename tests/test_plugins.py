@@ -191,3 +191,34 @@ def test_installed_workspace_plugins_load() -> None:
     assert {"static_prompt", "history"} <= set(host.registry.names("provider"))
     assert {"max_messages", "token_budget"} <= set(host.registry.names("filter"))
     assert {"approximate", "tiktoken"} <= set(host.registry.names("counter"))
+
+
+class TestHookNames:
+    def test_misspelled_hook_fails_the_plugin(self, make_dist) -> None:
+        """An implementation of an unknown hook marks the plugin failed with a suggestion."""
+        source = """
+from ctxcore import hookimpl
+
+@hookimpl
+def register_filter(register):
+    register("never", lambda c: None)
+"""
+        host = load(make_dist("ctxcore-typo", source=source), make_dist("ctxcore-good"))
+        info = by_name(host)["ctxcore-typo"]
+        assert info["status"] == "failed"
+        assert info["error"] == {"type": "PluginError", "message": "unknown hook 'register_filter' — did you mean 'register_filters'?"}
+        assert by_name(host)["ctxcore-good"]["status"] == "loaded"
+        assert host.registry.names("filter") == ["demo"]
+        [typo] = [p for p in host.plugins if p.name == "ctxcore-typo"]
+        assert typo.traceback.startswith("Traceback") and "PluginError" in typo.traceback
+
+    def test_in_process_typo_raises(self) -> None:
+        """fresh_host refuses a plugin object with a misspelled hook."""
+
+        class Typo:
+            @hookimpl
+            def on_build_completed(self, context):
+                pass
+
+        with pytest.raises(PluginError, match="did you mean 'on_build_complete'"):
+            fresh_host(("typo", Typo()))

@@ -5,7 +5,8 @@ a2, u3, a3]`` with ``max_messages: 5`` keeps ``[sys1, sys2, a1, u2, a2, u3, a3]`
 A tool-call unit (an assistant call with its results) is never split: the window
 *narrows* to the unit boundary, so the output never holds more than N
 non-pinned messages — except that the newest unit is always kept, even alone
-larger than N, because the current tool round cannot be dropped.
+larger than N, because the current tool round cannot be dropped. ``max_messages:
+0`` is the one exception to that exception: it keeps only the pinned prefix.
 """
 
 from __future__ import annotations

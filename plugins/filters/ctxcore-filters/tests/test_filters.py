@@ -15,7 +15,7 @@ from ctxcore.builder import ContextBuilder
 from ctxcore.errors import BudgetExceeded
 from ctxcore.messages import ai, human, system, tool
 from ctxcore.report import BuildReport
-from ctxcore.transactions import check_tool_pairing
+from ctxcore.transactions import check_tool_pairing, group_units
 
 
 def call(*ids: str):
@@ -94,7 +94,16 @@ class TestTokenBudget:
         c = ctx()
         out = TokenBudget(max_tokens=5, on_overflow="warn").apply([system("s" * 100), human("hi")], c)
         assert [m.role for m in out] == ["system"]
-        assert "sent over budget" in c.report.warnings[0]
+        assert "sent without the conversation" in c.report.warnings[0]
+
+    def test_current_turn_that_does_not_fit_overflows(self) -> None:
+        """If not even the newest unit fits, the build fails instead of sending no conversation."""
+        msgs = [system("s"), human("q" * 400)]
+        with pytest.raises(BudgetExceeded, match="plus the newest unit"):
+            TokenBudget(max_tokens=30).apply(msgs, ctx())
+        c = ctx()
+        assert TokenBudget(max_tokens=30, on_overflow="warn").apply(msgs, c) == msgs[:1]
+        assert c.report.warnings
 
     def test_counts_only_what_it_inspects(self) -> None:
         """Counting starts at the newest end and stops at the first unit that does not fit."""
@@ -143,13 +152,16 @@ class TestProperties:
     @settings(max_examples=300, deadline=None)
     @given(histories(), st.integers(0, 800))
     def test_token_budget_invariants(self, msgs, budget) -> None:
-        """Within budget or BudgetExceeded; pinned kept; legal pairing; newest contiguous suffix; idempotent."""
+        """BudgetExceeded exactly when not even one unit fits; else within budget, pinned kept, legal, newest suffix, idempotent."""
         counter = CachedCounter(ApproximateCounter())
         c = FilterContext(counter=counter, budget=budget, report=BuildReport())
         f = TokenBudget()
         pinned = sum(1 for _ in itertools.takewhile(lambda m: m.role == "system", msgs))
         pinned_cost = counter.priming + sum(counter.count_message(m) for m in msgs[:pinned])
-        if pinned_cost > budget:
+        dynamic = msgs[pinned:]
+        newest = group_units(dynamic)[-1].slice(dynamic) if dynamic else []
+        newest_cost = sum(counter.count_message(m) for m in newest)
+        if pinned_cost > budget or (dynamic and pinned_cost + newest_cost > budget):
             with pytest.raises(BudgetExceeded):
                 f.apply(msgs, c)
             return
