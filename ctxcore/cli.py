@@ -68,7 +68,13 @@ class _PluginCommandsGroup(click.Group):
         if getattr(self, "_plugin_commands_loaded", False):
             return
         self._plugin_commands_loaded = True
-        _state(ctx).host.hook.register_commands(cli=self)
+        # Runs before the group callback: set logging up from the parsed -v now.
+        _configure_logging(ctx.find_root().params.get("verbose") or 0)
+        for impl in _state(ctx).host.hook.register_commands.get_hookimpls():
+            try:
+                impl.function(**{arg: self for arg in impl.argnames})
+            except Exception as exc:  # one plugin's broken command must not break `ctx`
+                click.echo(f"warning: plugin '{impl.plugin_name}' failed in register_commands: {type(exc).__name__}: {exc}", err=True)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)

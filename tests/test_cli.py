@@ -200,3 +200,17 @@ def test_plugin_commands_are_added(tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "hello from a plugin"
     assert "hello" in ctx("--help", env={"PYTHONPATH": str(tmp_path)}).stdout
+
+
+def test_broken_register_commands_does_not_break_ctx(tmp_path) -> None:
+    """A plugin whose register_commands raises is reported; built-in commands still run."""
+    info = tmp_path / "ctxcore_badcmd-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ctxcore-badcmd\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[ctxcore]\nctxcore-badcmd = ctxcore_badcmd_plugin\n")
+    (tmp_path / "ctxcore_badcmd_plugin.py").write_text(
+        "from ctxcore import hookimpl\n\n@hookimpl\ndef register_commands(cli):\n    raise RuntimeError('bad command table')\n"
+    )
+    result = ctx("--help", env={"PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 0 and "build" in result.stdout
+    assert "plugin 'ctxcore-badcmd' failed in register_commands: RuntimeError: bad command table" in result.stderr
