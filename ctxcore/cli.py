@@ -170,9 +170,9 @@ def pipeline_validate(ctx: click.Context, file: str) -> None:
         _fail(f"{file}: components could not be created")
     for warning in p.warnings:
         click.echo(f"warning: {warning}", err=True)
-    spec = p.spec
-    counter = spec.counter.type if spec.counter else "approximate (default)"
-    click.echo(f"ok: {file} — {len(spec.providers)} providers, {len(spec.filters)} filters, counter {counter}")
+    builder = p.builder()
+    counter = p.spec.counter.type if p.spec.counter else "approximate (default)"
+    click.echo(f"ok: {file} — {len(builder.providers)} providers, {len(builder.filters)} filters, counter {counter}")
 
 
 # -------------------------------------------------------------------- build

@@ -225,7 +225,8 @@ class Pipeline:
             raise ConfigError(issues)
         counter = created["counter"][0].component if created.get("counter") else None
         if counter is None:
-            raise ConfigError("the optional counter could not be created and a pipeline needs one")
+            loaded = self._loaded or LoadedYaml(data=None, file=self.source or "<pipeline>")
+            raise ConfigError([loaded.issue(("counter",), "the optional counter could not be created and a pipeline needs one")])
         self._checkpointer = created["checkpointer"][0].component if created.get("checkpointer") else None
         self._memory = created["memory"][0].component if created.get("memory") else None
         return ContextBuilder(
@@ -330,9 +331,9 @@ def _pydantic_issues(
         message = err["msg"]
         if at_key:
             message = f"unknown key {loc[-1]!r}" + (f" for {component}" if component else "")
-            fields = fields if fields is not None else _known_fields(loc)
-            close = difflib.get_close_matches(str(loc[-1]), fields, n=1, cutoff=0.6)
-            message += f" — did you mean {close[0]!r}?" if close else (f" (allowed: {', '.join(fields)})" if fields else "")
+            allowed = fields if fields is not None else _known_fields(loc)
+            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+            message += f" — did you mean {close[0]!r}?" if close else (f" (allowed: {', '.join(allowed)})" if allowed else "")
         elif component:
             message = f"{message} ({component})"
         issues.append(loaded.issue(path, message, at_key=at_key))

@@ -225,3 +225,10 @@ def test_optional_component_that_cannot_be_created_is_reported() -> None:
         "ConnectionError: vector store unreachable (skipped)"
     ]
     assert p.warnings == built.report.warnings
+
+
+def test_suggestions_use_each_keys_own_fields(host) -> None:
+    """Typos in different mappings are each matched against their own allowed keys."""
+    found = issues("version: 1\nmodel: {context_windw: 10}\nnmae: x\n", host)
+    assert any("context_windw' — did you mean 'context_window'?" in i for i in found)
+    assert any("nmae' — did you mean 'name'?" in i for i in found)
