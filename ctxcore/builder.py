@@ -277,7 +277,14 @@ class ContextBuilder:
 
 
 def _check_filter_output(result: list[Any]) -> None:
+    """Filters return Messages and never promote untrusted content to the system role.
+
+    The Message validator already forbids untrusted system messages, but
+    ``model_copy`` skips validation, so the builder checks what filters return.
+    """
     for i, m in enumerate(result):
         if not isinstance(m, Message):
             raise TypeError(f"returned item {i} is a {type(m).__name__}, not a ctxcore Message")
+        if m.role == "system" and m.trust == "untrusted":
+            raise ValueError(f"returned item {i} puts untrusted content in the system role")
 
