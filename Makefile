@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PACKAGES := -e . $(foreach p,$(wildcard plugins/*/*/pyproject.toml),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test clean
+.PHONY: install demo test lint clean
 
 install: $(STAMP)
 
@@ -23,8 +23,14 @@ demo: install
 	@echo "== build (messages on stdout, the explanation on stderr)"
 	$(VENV)/bin/ctx build examples/coding-agent.yaml --state examples/conversation.json --explain
 
-test: install
+test: install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Pyflakes, syntax and bugbear checks, and types of the core and every plugin package.
+lint: install
+	$(VENV)/bin/ruff check --select F,E9,B --target-version py310 --output-format concise ctxcore plugins tests bench
+	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
+	$(foreach p,$(wildcard plugins/*/*/pyproject.toml),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

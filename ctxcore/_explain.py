@@ -37,8 +37,11 @@ def print_report(report: BuildReport, console: Console | None = None) -> None:
     timings = Table(title="components")
     for column in ("component", "kind", "in", "out", "ms", "note"):
         timings.add_column(column, justify="right" if column in ("in", "out", "ms") else "left")
-    for t in report.timings:
-        timings.add_row(t.id, t.kind, str(t.messages_in), str(t.messages_out), f"{t.seconds * 1000:.2f}", "skipped" if t.skipped else "")
+    for timing in report.timings:
+        timings.add_row(
+            timing.id, timing.kind, str(timing.messages_in), str(timing.messages_out),
+            f"{timing.seconds * 1000:.2f}", "skipped" if timing.skipped else "",
+        )
     console.print(timings)
 
     if report.budget:

@@ -266,6 +266,7 @@ def _raw_steps(data: Mapping[str, Any], slot: str, many: bool) -> list[tuple[tup
         raw = DEFAULT_COUNTER if slot == "counter" else None
     if raw is None:
         return []
+    items: list[tuple[tuple[Any, ...], Any]]
     if many:
         items = [((slot, i), item) for i, item in enumerate(raw)] if isinstance(raw, list) else []
     else:

@@ -77,7 +77,7 @@ class BuildReport:
 
     def record_output(self, messages: list[Message], tokens: list[int], added_ids: set[str]) -> None:
         """Record the final messages with their counts; ``added_ids`` came from filters."""
-        for position, (m, t) in enumerate(zip(messages, tokens)):
+        for position, (m, t) in enumerate(zip(messages, tokens, strict=True)):
             self._records.append(
                 MessageRecord(
                     id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,

@@ -240,7 +240,7 @@ def test_repeated_builds_reuse_stamped_messages() -> None:
     b = ContextBuilder([History()], [], ApproximateCounter())
     state = {"messages": conversation(3)}
     first, second = b.build(state), b.build(state)
-    assert all(x is y for x, y in zip(first.messages, second.messages))
+    assert all(x is y for x, y in zip(first.messages, second.messages, strict=True))
     assert all(m.source == "history" for m in second.messages)
 
 
