@@ -194,3 +194,23 @@ class TestProperties:
         kept = len(out) - pinned
         assert kept <= limit or (limit > 0 and out[pinned].tool_calls and all(m.role == "tool" for m in out[pinned + 1:]))
         assert MaxMessages(limit).apply(out) == out
+
+
+# ------------------------------------------------------------------ contracts
+from ctxcore.testing.contracts import FilterContract  # noqa: E402
+
+
+class TestMaxMessagesContract(FilterContract):
+    """max_messages passes the filter contract."""
+
+    def make_filter(self) -> MaxMessages:
+        return MaxMessages(3)
+
+
+class TestTokenBudgetContract(FilterContract):
+    """token_budget passes the filter contract at every budget."""
+
+    budgets = (0, 40, 120, 400, 100_000)
+
+    def make_filter(self) -> TokenBudget:
+        return TokenBudget()

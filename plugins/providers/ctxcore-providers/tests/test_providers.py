@@ -82,3 +82,21 @@ class TestHistoryReuse:
         item["content"] = "after"
         [m] = h.get_messages({"messages": [item]}, {})
         assert m.content == "after"
+
+
+# ------------------------------------------------------------------ contracts
+from ctxcore.testing.contracts import ProviderContract  # noqa: E402
+
+
+class TestStaticPromptContract(ProviderContract):
+    """static_prompt passes the provider contract."""
+
+    def make_provider(self) -> StaticPrompt:
+        return StaticPrompt("You are a careful agent.")
+
+
+class TestHistoryContract(ProviderContract):
+    """history passes the provider contract."""
+
+    def make_provider(self) -> History:
+        return History()
