@@ -126,12 +126,12 @@ class Pipeline:
     all raise :class:`ConfigError` listing every problem found.
     """
 
-    def __init__(self, spec: PipelineSpec, steps: dict[str, list[_ResolvedStep]], *, host: PluginHost, source: str | None) -> None:
+    def __init__(self, spec: PipelineSpec, steps: dict[str, list[_ResolvedStep]], *, host: PluginHost, loaded: LoadedYaml) -> None:
         self.spec = spec
         self.host = host
-        self.source = source
+        self.source = loaded.file
         self._steps = steps
-        self._loaded: LoadedYaml | None = None
+        self._loaded = loaded  # positions, for locating errors found while compiling
         self._builder: ContextBuilder | None = None
         self._checkpointer: Any = None
         self._memory: Any = None
@@ -186,9 +186,7 @@ class Pipeline:
             _check_ids(spec, loaded, issues)
         if issues or spec is None:
             raise ConfigError(issues)
-        pipeline = cls(spec, steps, host=host, source=loaded.file)
-        pipeline._loaded = loaded
-        return pipeline
+        return cls(spec, steps, host=host, loaded=loaded)
 
     # ------------------------------------------------------------ compiling
     @property
@@ -211,8 +209,7 @@ class Pipeline:
                     obj = r.component.create(r.config)
                 except Exception as exc:
                     message = f"{r.component.kind} {r.spec.type!r} could not be created: {type(exc).__name__}: {exc}"
-                    loaded = self._loaded or LoadedYaml(data=None, file=self.source or "<pipeline>")
-                    issue = loaded.issue(r.path, message)
+                    issue = self._loaded.issue(r.path, message)
                     if r.spec.optional:
                         self.warnings.append(f"optional {issue} (skipped)")
                         log.warning("component_skipped", component=r.spec.id or r.spec.type, error=message)
@@ -225,8 +222,7 @@ class Pipeline:
             raise ConfigError(issues)
         counter = created["counter"][0].component if created.get("counter") else None
         if counter is None:
-            loaded = self._loaded or LoadedYaml(data=None, file=self.source or "<pipeline>")
-            raise ConfigError([loaded.issue(("counter",), "the optional counter could not be created and a pipeline needs one")])
+            raise ConfigError([self._loaded.issue(("counter",), "the optional counter could not be created and a pipeline needs one")])
         self._checkpointer = created["checkpointer"][0].component if created.get("checkpointer") else None
         self._memory = created["memory"][0].component if created.get("memory") else None
         return ContextBuilder(
