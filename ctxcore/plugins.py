@@ -148,7 +148,7 @@ class PluginHost:
         self.plugins.append(info)
         try:
             plugin = ep.load()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a plugin calling sys.exit() on import must not end the host
             self._fail(info, exc, "failed to load")
             return
         try:

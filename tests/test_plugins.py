@@ -222,3 +222,11 @@ def register_filter(register):
 
         with pytest.raises(PluginError, match="did you mean 'on_build_complete'"):
             fresh_host(("typo", Typo()))
+
+
+def test_plugin_exiting_on_import_is_recorded(make_dist) -> None:
+    """A plugin that calls sys.exit() while importing is 'failed', not the end of the process."""
+    host = load(make_dist("ctxcore-exits", source="import sys\nsys.exit('no config')\n"), make_dist("ctxcore-good"))
+    infos = by_name(host)
+    assert infos["ctxcore-exits"]["status"] == "failed" and infos["ctxcore-exits"]["error"]["type"] == "SystemExit"
+    assert infos["ctxcore-good"]["status"] == "loaded"
