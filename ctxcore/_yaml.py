@@ -188,6 +188,8 @@ def load_yaml(text: str, *, file: str = "<string>", env: Mapping[str, str] | Non
         return out
     try:
         out.data = converter.convert(node, ())
+        if out.data is None and not out.issues:
+            out.issues.append(ConfigIssue("the document is empty (null); a pipeline needs at least 'version: 1'", file=file, line=1, column=1))
     except _TooLarge as exc:
         line, col = converter.mark(exc.node)
         out.issues.append(

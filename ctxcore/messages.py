@@ -215,6 +215,8 @@ class Message(BaseModel):
         if data.get("tool_call_id") is not None:
             fields["tool_call_id"] = data["tool_call_id"]
         calls = data.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            raise ValueError(f"'tool_calls' must be a list, not {type(calls).__name__}")
         if calls:
             fields["tool_calls"] = tuple(_tool_call_from_openai(c) for c in calls)
         extra = {k: v for k, v in data.items() if k not in _KNOWN_OPENAI_KEYS}
@@ -314,9 +316,9 @@ def _content_to_openai(content: str | tuple[Any, ...] | None) -> Any:
 
 
 def _tool_call_from_openai(call: Any) -> ToolCall:
-    if not isinstance(call, Mapping) or "function" not in call:
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
         raise ValueError("each tool_calls entry needs 'id' and 'function': {'name', 'arguments'}")
-    fn = call["function"]
     arguments = fn.get("arguments", "{}")
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import MaxMessages, TokenBudget
 from ctxcore_providers import History, StaticPrompt
 
 from ctxcore import hookimpl
 from ctxcore.builder import ContextBuilder, Step
-from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
+from ctxcore.errors import BudgetExceeded, ComponentError, CtxError, InvalidHistory
 from ctxcore.messages import ai, human, tool
 from ctxcore.testing import fresh_host
 
@@ -255,3 +257,29 @@ def test_filter_cannot_promote_untrusted_content_to_system() -> None:
     b = ContextBuilder([], [Step("promote", Promote())], ApproximateCounter())
     with pytest.raises(ComponentError, match="filter 'promote' failed: ValueError: returned item 0 puts untrusted content in the system role"):
         b.transform([untrusted])
+
+
+_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+    lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(st.text(max_size=6), c, max_size=3)),
+    max_leaves=8,
+)
+_message_like = st.one_of(
+    _json,
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant", "tool", "system", "developer", "bot"])},
+        optional={"content": _json, "tool_call_id": _json, "tool_calls": _json, "name": _json},
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_message_like, max_size=6))
+def test_any_state_builds_or_raises_a_ctx_error(items) -> None:
+    """Garbage in the state never escapes as a raw TypeError/KeyError: it is a CtxError naming the component."""
+    b = ContextBuilder([StaticPrompt("s"), Step("chat", History())], [TokenBudget(max_tokens=10_000)], ApproximateCounter())
+    try:
+        built = b.build({"messages": items})
+    except CtxError:
+        return
+    assert built.messages[0].content == "s"

@@ -155,3 +155,13 @@ def test_model_copy_recomputes_derived_values() -> None:
     c = m.model_copy(update={"content": "changed"})
     assert c.text == "changed" and c.fingerprint != old_fingerprint
     assert m.model_copy(update={"source": "x"}).fingerprint == old_fingerprint
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [5, "call", [5], [{"id": "c"}], [{"id": "c", "function": "f"}], [{"id": "c", "function": {"arguments": "{}"}}]],
+)
+def test_malformed_tool_calls_are_value_errors(calls) -> None:
+    """Malformed tool_calls raise a ValueError that says what shape is expected."""
+    with pytest.raises(ValueError, match="tool_calls"):
+        Message.from_openai({"role": "assistant", "content": None, "tool_calls": calls})

@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ctxcore.errors import ConfigError
 from ctxcore.pipeline import Pipeline
@@ -232,3 +234,30 @@ def test_suggestions_use_each_keys_own_fields(host) -> None:
     found = issues("version: 1\nmodel: {context_windw: 10}\nnmae: x\n", host)
     assert any("context_windw' — did you mean 'context_window'?" in i for i in found)
     assert any("nmae' — did you mean 'name'?" in i for i in found)
+
+
+class TestRobustness:
+    @staticmethod
+    def _only_config_errors(fn) -> None:
+        try:
+            fn()
+        except ConfigError as exc:
+            assert exc.issues and all(str(i) for i in exc.issues)
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.text(max_size=300))
+    def test_arbitrary_text_gives_config_error_or_pipeline(self, host, text) -> None:
+        """Any text either loads or raises ConfigError with located issues, never another exception."""
+        self._only_config_errors(lambda: Pipeline.from_string(text, host=host, env={}))
+
+    yaml_values = st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10), st.sampled_from(["history", "token_budget", "static_prompt"])),
+        lambda children: st.one_of(st.lists(children, max_size=3), st.dictionaries(st.sampled_from(["type", "id", "optional", "text", "max_tokens", "version", "providers", "filters", "model", "counter", "x"]), children, max_size=4)),
+        max_leaves=12,
+    )
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.dictionaries(st.sampled_from(["version", "name", "model", "counter", "providers", "filters", "memory", "checkpointer", "extra"]), yaml_values, max_size=6))
+    def test_arbitrary_structures_give_config_error_or_pipeline(self, host, data) -> None:
+        """Malformed pipeline structures raise ConfigError, never TypeError or KeyError."""
+        self._only_config_errors(lambda: Pipeline.from_dict(data, host=host))
