@@ -46,6 +46,12 @@ def _state(ctx: click.Context) -> _CliState:
     return ctx.find_root().ensure_object(_CliState)
 
 
+def _echo_issues(exc: ConfigError) -> None:
+    """Print each located problem of a pipeline on its own stderr line."""
+    for issue in exc.issues:
+        click.echo(str(issue), err=True)
+
+
 def _fail(message: str, code: int = 1) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
@@ -150,8 +156,7 @@ def _load_pipeline(ctx: click.Context, path: str) -> Any:
     try:
         return Pipeline.from_yaml(path, host=_state(ctx).host)
     except ConfigError as exc:
-        for issue in exc.issues:
-            click.echo(str(issue), err=True)
+        _echo_issues(exc)
         noun = "problem" if len(exc.issues) == 1 else "problems"
         _fail(f"{path}: {len(exc.issues)} {noun}")
 
@@ -165,8 +170,7 @@ def pipeline_validate(ctx: click.Context, file: str) -> None:
     try:
         p.builder()
     except ConfigError as exc:
-        for issue in exc.issues:
-            click.echo(str(issue), err=True)
+        _echo_issues(exc)
         _fail(f"{file}: components could not be created")
     for warning in p.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -209,8 +213,7 @@ def build(ctx: click.Context, file: str, state_file: str, fmt: str, explain: boo
     try:
         built = p.build(state, runtime)
     except ConfigError as exc:
-        for issue in exc.issues:
-            click.echo(str(issue), err=True)
+        _echo_issues(exc)
         _fail(f"{file}: components could not be created")
     except CtxError as exc:
         _fail(f"{type(exc).__name__}: {exc}")

@@ -220,11 +220,15 @@ class Pipeline:
                 created.setdefault(slot, []).append(Step(step_id, obj, r.spec.optional))
         if issues:
             raise ConfigError(issues)
-        counter = created["counter"][0].component if created.get("counter") else None
+        def single(slot: str) -> Any:
+            steps = created.get(slot)
+            return steps[0].component if steps else None
+
+        counter = single("counter")
         if counter is None:
             raise ConfigError([self._loaded.issue(("counter",), "the optional counter could not be created and a pipeline needs one")])
-        self._checkpointer = created["checkpointer"][0].component if created.get("checkpointer") else None
-        self._memory = created["memory"][0].component if created.get("memory") else None
+        self._checkpointer = single("checkpointer")
+        self._memory = single("memory")
         return ContextBuilder(
             created.get("providers", []),
             created.get("filters", []),

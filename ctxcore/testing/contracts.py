@@ -151,30 +151,31 @@ class FilterContract:
         except BudgetExceeded:
             return None  # refusing is allowed; returning an illegal request is not
 
-    def test_returns_messages(self) -> None:
-        """apply returns ctxcore Messages."""
-        for _, history, budget in self._cases():
-            out = self._apply(history, budget)
-            assert out is None or all(isinstance(m, Message) for m in out)
-
-    def test_never_splits_tool_units(self) -> None:
-        """Whatever it keeps, every tool call keeps its results and every result its call."""
+    def _outputs(self):
+        """(name, history, budget, output) for every case the filter did not refuse."""
         for name, history, budget in self._cases():
             out = self._apply(history, budget)
             if out is not None:
-                try:
-                    check_tool_pairing(out)
-                except Exception as exc:  # pragma: no cover - reported as a failure
-                    pytest.fail(f"history {name!r}, budget {budget}: {exc}")
+                yield name, history, budget, out
+
+    def test_returns_messages(self) -> None:
+        """apply returns ctxcore Messages."""
+        for _, _, _, out in self._outputs():
+            assert all(isinstance(m, Message) for m in out)
+
+    def test_never_splits_tool_units(self) -> None:
+        """Whatever it keeps, every tool call keeps its results and every result its call."""
+        for name, _, budget, out in self._outputs():
+            try:
+                check_tool_pairing(out)
+            except Exception as exc:  # pragma: no cover - reported as a failure
+                pytest.fail(f"history {name!r}, budget {budget}: {exc}")
 
     def test_output_is_subsequence(self) -> None:
         """Without declared compression, output messages appear in input order."""
         if self.compresses:
             pytest.skip("filter declares compression")
-        for name, history, budget in self._cases():
-            out = self._apply(history, budget)
-            if out is None:
-                continue
+        for name, history, budget, out in self._outputs():
             ids = iter(m.id for m in history)
             assert all(m.id in ids for m in out), f"history {name!r}, budget {budget}: not a subsequence"
 
@@ -189,10 +190,7 @@ class FilterContract:
         """The pinned system prefix survives."""
         if not self.keeps_pinned_system:
             pytest.skip("filter does not promise to keep the system prefix")
-        for name, history, budget in self._cases():
-            out = self._apply(history, budget)
-            if out is None:
-                continue
+        for name, history, budget, out in self._outputs():
             prefix = [m.id for m in history[: pinned_prefix_length(history, ("system",))]]
             assert [m.id for m in out[: len(prefix)]] == prefix, f"history {name!r}, budget {budget}"
 
@@ -200,9 +198,6 @@ class FilterContract:
         """Applying the filter to its own output changes nothing."""
         if not self.idempotent:
             pytest.skip("filter is not idempotent by design")
-        for name, history, budget in self._cases():
-            once = self._apply(history, budget)
-            if once is None:
-                continue
+        for name, _, budget, once in self._outputs():
             twice = self._apply(once, budget)
             assert twice is not None and [m.id for m in twice] == [m.id for m in once], f"history {name!r}, budget {budget}"
