@@ -162,7 +162,7 @@ def test_hook_on_build_complete() -> None:
 def test_every_hook_has_a_test() -> None:
     """Each hookspec has a test_hook_<name> in this module."""
     names = _hookspec_names()
-    assert len(names) == 7
+    assert len(names) == 8
     missing = [n for n in names if f"test_hook_{n}" not in globals()]
     assert not missing
 
