@@ -36,7 +36,7 @@ PRESETS = {
 
 
 def _static_prompt(config: StaticPromptConfig) -> StaticPrompt:
-    return StaticPrompt(config.resolved_text(), config.priority)
+    return StaticPrompt(config.resolved_text(), config.priority, allow_empty=config.prompt is not None)
 
 
 def _tools_desc(c: ToolsDescConfig) -> ToolsDesc:

@@ -21,8 +21,8 @@ agent should store. Marker look-alikes in the user's text are neutralised; the
 ``history`` provider does the same for stored user and tool messages, so the
 block written here is the only live one.
 
-Runtime values (``runtime`` mapping): ``now`` (a datetime, else the provider's
-clock), ``channel``, ``chat_id``, ``sender_id``. Channel and Chat ID are
+Runtime values (``runtime`` mapping): ``now`` (a datetime or ISO 8601 text,
+else the provider's clock), ``channel``, ``chat_id``, ``sender_id``. Channel and Chat ID are
 written only when both are known.
 """
 
@@ -80,8 +80,13 @@ class RuntimeContext:
     def block(self, runtime: Mapping[str, Any]) -> str:
         """The runtime block for these runtime values."""
         now = runtime.get("now") or self.clock()
+        if isinstance(now, str):
+            try:
+                now = datetime.fromisoformat(now)
+            except ValueError:
+                raise ValueError(f"runtime['now'] {now!r} is not an ISO 8601 time like 2026-03-01T09:30:00+00:00") from None
         if not isinstance(now, datetime):
-            raise ValueError(f"runtime['now'] must be a datetime, not {type(now).__name__}")
+            raise ValueError(f"runtime['now'] must be a datetime or ISO 8601 text, not {type(now).__name__}")
         if now.tzinfo is None:
             now = now.replace(tzinfo=timezone.utc)
         lines = [self.header, f"Current Time: {now.astimezone(self.tz).strftime(self.time_format)}"]

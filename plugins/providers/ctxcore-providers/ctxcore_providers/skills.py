@@ -8,7 +8,8 @@ Output, in order, each part only when it has content:
    fallback policy plus every indexed skill's instructions under
    "Skill instructions:"), then the index (name, description, path; skills
    with unmet requirements marked unavailable with what is missing); ``full``
-   mode: the index plus every skill's instructions.
+   mode: the index plus every skill's instructions. Always-on skills are never
+   in the index (part 1 renders them).
 
 Skill files are instructions the operator installed, so they are sent as
 trusted system messages.
@@ -106,7 +107,7 @@ class Skills:
         active = [s for s in usable if s.always] if cfg.include_active else []
         if active:
             out.append("# Active Skills\n\n" + "\n\n".join(self._full(s) for s in active))
-        indexed = [s for s in skills if not (s.always and cfg.include_active)]
+        indexed = [s for s in skills if not s.always]  # always-on skills are rendered in full, never indexed
         if cfg.include_summary and indexed:
             has_reader = any(t in cfg.file_read_tools for t in tool_names)
             parts = ["# Skills", self.policies["skill_capability_policy"]]

@@ -40,13 +40,14 @@ class StaticPrompt:
     """Emits one system message in the protected zone, identical on every build.
 
     The message (and its id) is created once, so repeated builds send a
-    byte-identical prefix and its token count is cached. An empty text (a
-    prompt overridden to ``""``) emits nothing.
+    byte-identical prefix and its token count is cached. An empty text is an
+    error, unless ``allow_empty`` (a named prompt overridden to ``""``): then
+    it emits nothing.
     """
 
-    def __init__(self, text: str, priority: int = 100) -> None:
-        if text is None:
-            raise ValueError("static_prompt needs a text")
+    def __init__(self, text: str, priority: int = 100, *, allow_empty: bool = False) -> None:
+        if not text and not allow_empty:
+            raise ValueError("static_prompt needs a non-empty text")
         self._messages: tuple[Message, ...] = (
             (system(text, priority=priority, zone="protected", trust="trusted"),) if text else ()
         )

@@ -201,3 +201,12 @@ def test_message_type_guard() -> None:
     """A Message input is accepted when it is a user message."""
     [m] = RuntimeContext(clock=lambda: T0).get_messages({"input": human("yo")}, {})
     assert isinstance(m, Message) and m.text.startswith("yo\n\n[Runtime Context")
+
+
+def test_now_as_iso_text() -> None:
+    """runtime['now'] may be ISO 8601 text (ctx build --runtime now=...); bad text is a clear error."""
+    rc = RuntimeContext()
+    [m] = rc.get_messages({"input": "x"}, {"now": "2026-03-01T09:30:00+00:00"})
+    assert "Current Time: 2026-03-01 09:30 (Sunday) UTC" in m.text
+    with pytest.raises(ValueError, match="ISO 8601"):
+        rc.get_messages({"input": "x"}, {"now": "yesterday"})

@@ -33,7 +33,7 @@ class TestStaticPromptNames:
 
     def test_empty_override_emits_nothing(self) -> None:
         """A prompt overridden to '' leaves the message out."""
-        assert StaticPrompt("").get_messages({}, {}) == ()
+        assert StaticPrompt("", allow_empty=True).get_messages({}, {}) == ()
 
 
 class TestToolsDesc:
