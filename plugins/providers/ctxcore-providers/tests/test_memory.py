@@ -213,3 +213,10 @@ class TestRecentMemoryContract(ProviderContract):
 
     def sample_state(self) -> dict:
         return {"log": [{"cursor": 1, "content": "a"}]}
+
+
+class TestMemoryFileContract(ProviderContract):
+    """memory_file passes the provider contract."""
+
+    def make_provider(self) -> MemoryFile:
+        return MemoryFile(MemoryFileConfig(workspace=str(Path(__file__).parent)))
