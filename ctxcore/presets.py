@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ctxcore._yaml import load_yaml
-from ctxcore.errors import ConfigError, ConfigIssue
+from ctxcore.errors import ConfigError, ConfigIssue, PluginError
 from ctxcore.plugins import PluginHost, default_host
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,7 +96,11 @@ class PresetInfo:
 
 
 def available_presets(host: PluginHost | None = None) -> dict[str, PresetInfo]:
-    """Every preset the loaded plugins offer, by name (the first plugin wins a name)."""
+    """Every preset the loaded plugins offer, by name (the first plugin wins a name).
+
+    Raises:
+        PluginError: a plugin's ``register_presets`` raised; names the plugin.
+    """
     host = host or default_host()
     found: dict[str, PresetInfo] = {}
     caller = host.hook.register_presets
@@ -104,7 +108,10 @@ def available_presets(host: PluginHost | None = None) -> dict[str, PresetInfo]:
         def register(name: str, path: str | Path, *, description: str = "", _plugin: str = impl.plugin_name) -> None:
             found.setdefault(name, PresetInfo(name, Path(path), _plugin, description))
 
-        impl.function(**{arg: register for arg in impl.argnames})
+        try:
+            impl.function(**{arg: register for arg in impl.argnames})
+        except Exception as exc:
+            raise PluginError(f"plugin '{impl.plugin_name}' failed in register_presets: {type(exc).__name__}: {exc}") from exc
     return dict(sorted(found.items()))
 
 

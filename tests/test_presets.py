@@ -264,3 +264,18 @@ class TestCli:
         result = CliRunner().invoke(cli, ["pipeline", "presets", "--json"])
         assert [p["name"] for p in json.loads(result.output)] == ["agent", "chat", "react", "skill"]
         assert set(available_presets()) == {"agent", "chat", "react", "skill"}
+
+
+def test_failing_preset_hook_names_the_plugin() -> None:
+    """A plugin whose register_presets raises is reported by name."""
+    from ctxcore import hookimpl
+    from ctxcore.errors import PluginError
+    from ctxcore.testing import fresh_host
+
+    class Broken:
+        @hookimpl
+        def register_presets(self, register):
+            raise RuntimeError("boom")
+
+    with pytest.raises(PluginError, match="plugin 'broken' failed in register_presets: RuntimeError: boom"):
+        available_presets(fresh_host(("broken", Broken())))

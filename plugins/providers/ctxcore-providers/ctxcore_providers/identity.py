@@ -53,11 +53,14 @@ class Identity:
         self.hints = {**DEFAULT_FORMAT_HINTS, **(format_hints or {})}
         self.priority = priority
         base = template if template is not None else get_prompt("identity")
-        self.base = base.format(
-            workspace=str(Path(workspace).expanduser().resolve()),
-            os=f"{platform.system()} {platform.release()} ({platform.machine()})",
-            python=f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}",
-        )
+        values = {
+            "{workspace}": str(Path(workspace).expanduser().resolve()),
+            "{os}": f"{platform.system()} {platform.release()} ({platform.machine()})",
+            "{python}": f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}",
+        }
+        for placeholder, value in values.items():  # not str.format: templates may hold other braces
+            base = base.replace(placeholder, value)
+        self.base = base
         self._by_channel: dict[str | None, tuple[Message, ...]] = {}
 
     def text(self, channel: str | None) -> str:

@@ -187,3 +187,9 @@ class TestSkillsContract(ProviderContract):
 
     def make_provider(self) -> Skills:
         return Skills(SkillsConfig(skills_dir=str(Path(__file__).parent / "no-skills-here")))
+
+
+def test_identity_template_with_braces(tmp_path: Path) -> None:
+    """A custom identity template may contain other braces; only the three placeholders are filled."""
+    [m] = Identity(tmp_path, template="cwd={workspace} json={\"a\": 1}").get_messages({}, {})
+    assert m.text == f'cwd={tmp_path.resolve()} json={{"a": 1}}'.replace("{{", "{").replace("}}", "}")
