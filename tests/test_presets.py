@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ctxcore import ContextBuilder, Pipeline
 from ctxcore.cli import cli
@@ -279,3 +281,17 @@ def test_failing_preset_hook_names_the_plugin() -> None:
 
     with pytest.raises(PluginError, match="plugin 'broken' failed in register_presets: RuntimeError: boom"):
         available_presets(fresh_host(("broken", Broken())))
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+_HISTORY = st.lists(st.tuples(st.sampled_from(["user", "assistant"]), _TEXT), max_size=8).map(
+    lambda items: [{"role": r, "content": c} for r, c in items])
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(history=_HISTORY, preset=st.sampled_from(["chat", "react", "skill"]))
+def test_python_and_yaml_agree_on_any_history(history: list[dict], preset: str) -> None:
+    """For any conversation, a preset's Python factory and its YAML file build the same messages."""
+    factory = {"chat": ContextBuilder.for_chat, "react": ContextBuilder.for_react, "skill": ContextBuilder.for_skill}[preset]
+    st_ = {"messages": history}
+    assert dump(factory(), st_) == dump(preset_pipeline(preset, env={}), st_)

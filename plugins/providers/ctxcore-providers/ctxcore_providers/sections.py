@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ctxcore.messages import Message
 from ctxcore.prompts import current_pipeline_context
 from ctxcore_providers._render import stable_id
 
 DEFAULT_SEPARATOR = "\n\n---\n\n"
+_BOOL = TypeAdapter(bool)
 
 
 class SectionsConfig(BaseModel):
@@ -48,11 +49,11 @@ def create_sections(config: SectionsConfig, registry: Any = None) -> Sections:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
             raise ValueError(f"sections[{i}] must be a provider name or a mapping with 'type'")
         options = {k: v for k, v in raw.items() if k not in ("type", "id", "enabled")}
-        if raw.get("enabled", True) in (False, "false", "False"):
-            continue
         try:
             component = registry.get("provider", raw["type"])
-            providers.append(component.create(options))
+            config_model = component.validate(options)  # a disabled section is still checked
+            if _BOOL.validate_python(raw.get("enabled", True)):  # parsed like a step's enabled:
+                providers.append(component.create(config_model))
         except Exception as exc:
             raise ValueError(f"sections[{i}] ({raw['type']}): {exc}") from exc
     return Sections(providers, separator=config.separator)
