@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import structlog
 
@@ -119,12 +119,18 @@ class Compaction:
         config: the options (a :class:`CompactionConfig`); keyword options may be
             given instead, e.g. ``Compaction(trigger_ratio=0.9)``.
         summarizer: any object with ``summarize(messages, target_tokens)`` and
-            ``max_calls`` (overrides ``config.summarizer``).
+            ``max_calls`` (overrides ``config.summarizer``), or a config dict.
         selector: for ``selection: model``: an object with ``select(candidates,
-            pressure) -> list of step ids`` and ``max_calls``, or a plain callable.
+            pressure) -> list of step ids`` and ``max_calls``, a plain callable,
+            or a config dict.
     """
 
     def __init__(self, config: CompactionConfig | None = None, *, summarizer: Any = None, selector: Any = None, **options: Any) -> None:
+        for key, value in (("summarizer", summarizer), ("selector", selector)):
+            if isinstance(value, Mapping):  # a config, as in YAML
+                options[key] = value
+        summarizer = None if isinstance(summarizer, Mapping) else summarizer
+        selector = None if isinstance(selector, Mapping) else selector
         if config is None:
             config = CompactionConfig(**options)
         elif options:

@@ -244,7 +244,7 @@ def _marker_text(count: int) -> str:
 
 
 class TrimStage(Stage):
-    """Drops dynamic units after the first ``keep_first`` and before the newest ones, behind one marker."""
+    """Drops dynamic units after the first ``keep_first`` and before the newest ones, behind a marker per run."""
 
     kind = "trim"
 
@@ -259,13 +259,28 @@ class TrimStage(Stage):
             keep_from = _keep_from_turns(messages, units, dynamic, self.config.keep_last_turns)
         else:
             keep_from = len(dynamic) - self.config.keep_last
+        proposal = Proposal(saved=0)
         lo = self.config.keep_first
-        hi = _contiguous(units, dynamic, lo, keep_from) if lo < keep_from else lo
-        if hi <= lo:
-            return Proposal(saved=0)
+        while lo < keep_from and proposal.saved < need:
+            # One marker per contiguous run: a protected unit between runs stays where it is.
+            hi = _contiguous(units, dynamic, lo, keep_from)
+            cap = None if env.max_trim_tokens is None else env.max_trim_tokens - proposal.trimmed
+            found = self._trim_run(work, units, dynamic, lo, hi, need - proposal.saved, cap, env)
+            if found is not None:
+                proposal.saved += found.tokens_before - found.tokens_after
+                proposal.trimmed += found.tokens_before - found.tokens_after
+                proposal.replacements.append(found)
+            lo = hi
+        return proposal
+
+    def _trim_run(
+        self, work: Work, units: list[Unit], dynamic: list[int], lo: int, hi: int, need: int, cap: int | None, env: Env,
+    ) -> Replacement | None:
+        """The marker replacing the fewest units of ``dynamic[lo:hi]`` (from its start) that save ``need``."""
+        messages = work.messages
         start = units[dynamic[lo]].start
         before = count = 0
-        best: tuple[int, int, int, int] | None = None  # cut, tokens before, tokens after, messages removed
+        best: tuple[int, int, int] | None = None  # cut, tokens before, messages removed
         for p in range(lo, hi):
             u = units[dynamic[p]]
             before += sum(work.tokens[u.start:u.end])
@@ -273,18 +288,17 @@ class TrimStage(Stage):
             if p == lo and all(stage_of(m) == "trim" for m in u.slice(messages)):
                 continue  # an earlier marker is merged into the new one, never counted as progress
             after = env.counter.count_message(Message(role="user", content=_marker_text(count)))
-            if env.max_trim_tokens is not None and before - after > env.max_trim_tokens:
+            if cap is not None and before - after > cap:
                 break
             if after < before:
-                best = (u.end, before, after, count)
+                best = (u.end, before, count)
                 if before - after >= need:
                     break
         if best is None:
-            return Proposal(saved=0)
-        cut, before, after, count = best
+            return None
+        cut, before, count = best
         marker = _artifact(work, start, cut, stage=self.kind, step=self.step_id, content=_marker_text(count))
-        after = env.counter.count_message(marker)
-        return Proposal(saved=before - after, trimmed=before - after, replacements=[Replacement(start, cut, marker, before, after)])
+        return Replacement(start, cut, marker, before, env.counter.count_message(marker))
 
 
 # ---------------------------------------------------------------- 3./4. summaries
