@@ -228,13 +228,16 @@ class Compaction:
     def _record(self, messages: list[Message], work: Work, ctx: FilterContext) -> None:
         if ctx.report is None:
             return
-        given = {m.id for m in messages}
         count = ctx.counter.count_message
-        by_id = {m.id: m for m in messages}
+        given: dict[str, Message] | None = None
         for m, tokens, covers in zip(work.messages, work.tokens, work.covers, strict=True):
-            if m.id in given or META not in m.metadata:
+            if META not in m.metadata:
                 continue
-            before = sum(count(by_id[i]) for i in covers)
+            if given is None:
+                given = {g.id: g for g in messages}
+            if m.id in given:
+                continue  # an earlier filter (or build) made it: not this build's reduction
+            before = sum(count(given[i]) for i in covers)
             ctx.report.record_compression(ctx.step_id, covers, m, before, tokens, str(stage_of(m)))
 
 
@@ -277,7 +280,8 @@ class _Run:
         self.commit(proposal)
 
     def commit(self, proposal: Proposal) -> None:
-        for r in sorted(proposal.replacements, key=lambda r: r.start, reverse=True):
+        """Write spill files, then apply the replacements."""
+        for r in proposal.replacements:
             if r.spill is not None:
                 path, text = r.spill
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -285,7 +289,8 @@ class _Run:
                     tmp = path.with_suffix(path.suffix + ".tmp")
                     tmp.write_text(text, encoding="utf-8")
                     tmp.replace(path)
-            self.work.replace(r.start, r.end, r.message, r.tokens_after)
+        if proposal.replacements:
+            self.work.replace_all(proposal.replacements)
         self.trim_left -= proposal.trimmed
 
     def auto(self) -> None:

@@ -64,12 +64,23 @@ class Work:
         """Tokens of the whole request."""
         return sum(self.tokens) + self.priming
 
-    def replace(self, start: int, end: int, message: Message, tokens: int) -> None:
-        """Put ``message`` in place of ``messages[start:end]``."""
-        covered = tuple(i for c in self.covers[start:end] for i in c)
-        self.messages[start:end] = [message]
-        self.tokens[start:end] = [tokens]
-        self.covers[start:end] = [covered]
+    def replace_all(self, replacements: Sequence[Replacement]) -> None:
+        """Apply non-overlapping replacements in one pass over the request."""
+        messages: list[Message] = []
+        tokens: list[int] = []
+        covers: list[tuple[str, ...]] = []
+        at = 0
+        for r in sorted(replacements, key=lambda r: r.start):
+            messages += self.messages[at:r.start]
+            tokens += self.tokens[at:r.start]
+            covers += self.covers[at:r.start]
+            messages.append(r.message)
+            tokens.append(r.tokens_after)
+            covers.append(tuple(i for c in self.covers[r.start:r.end] for i in c))
+            at = r.end
+        self.messages = messages + self.messages[at:]
+        self.tokens = tokens + self.tokens[at:]
+        self.covers = covers + self.covers[at:]
 
 
 @dataclass
