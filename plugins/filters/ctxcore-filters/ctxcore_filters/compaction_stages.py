@@ -290,6 +290,11 @@ class TrimStage(Stage):
         """The marker replacing the fewest units of ``dynamic[lo:hi]`` (from its start) that save ``need``."""
         messages = work.messages
         start = units[dynamic[lo]].start
+        # A marker's size depends only on the digits of its count: bound it once per run
+        # (the run's full count above, a count of 1 below) instead of counting a marker per unit.
+        run_count = sum(len(raw_ids(m)) for p in range(lo, hi) for m in units[dynamic[p]].slice(messages))
+        after_hi = env.counter.count_message(Message(role="user", content=_marker_text(run_count)))
+        after_lo = env.counter.count_message(Message(role="user", content=_marker_text(1)))
         before = count = 0
         best: tuple[int, int, int] | None = None  # cut, tokens before, messages removed
         for p in range(lo, hi):
@@ -298,18 +303,18 @@ class TrimStage(Stage):
             count += sum(len(raw_ids(m)) for m in u.slice(messages))
             if p == lo and all(stage_of(m) == "trim" for m in u.slice(messages)):
                 continue  # an earlier marker is merged into the new one, never counted as progress
-            after = env.counter.count_message(Message(role="user", content=_marker_text(count)))
-            if cap is not None and before - after > cap:
+            if cap is not None and before - after_lo > cap:
                 break
-            if after < before:
+            if after_hi < before:
                 best = (u.end, before, count)
-                if before - after >= need:
+                if before - after_hi >= need:
                     break
         if best is None:
             return None
         cut, before, count = best
         marker = _artifact(work, start, cut, stage=self.kind, step=self.step_id, content=_marker_text(count))
-        return Replacement(start, cut, marker, before, env.counter.count_message(marker))
+        after = env.counter.count_message(marker)
+        return Replacement(start, cut, marker, before, after) if after < before else None
 
 
 # ---------------------------------------------------------------- 3./4. summaries

@@ -113,6 +113,16 @@ class TestToolResults:
         assert len(files) == 1 and files[0].read_text() == msgs[3].text
         assert f"{files[0]}" in out[3].text and f"({len(msgs[3].text)} characters)" in out[3].text
 
+    def test_rehearsal_writes_no_files(self, tmp_path: Path) -> None:
+        """A step that is only rehearsed (not chosen) writes no spill file."""
+        msgs = conversation(6)
+        c = ctx(None)
+        Compaction(selection="model", selector=lambda candidates, pressure: ["trim"],
+                   steps=[{"kind": "tool_results", "spill_dir": str(tmp_path)}, {"kind": "trim"}],
+                   max_tokens=total(msgs, c), trigger_ratio=0.5, target_ratio=0.4, on_overflow="warn").apply(msgs, c)
+        assert {comp.stage for comp in c.report.compressions} == {"trim"}
+        assert list(tmp_path.iterdir()) == []
+
     def test_placeholder_never_longer(self) -> None:
         """A result shorter than its placeholder would be is left alone."""
         msgs = [human("q"), call("a"), tool("tiny", tool_call_id="a"), human("q2"), call("b"), tool("x", tool_call_id="b")]
@@ -270,6 +280,22 @@ class TestSummarize:
         assert total(out, c) < total(msgs, c)
 
 
+class TestExtractive:
+    def test_short_span_is_kept_whole(self) -> None:
+        """A span that fits is rendered line by line: role, tool calls, opening text."""
+        text = ExtractiveSummarizer().summarize([human("fix the test"), call("a"), tool("FAILED test_x", tool_call_id="a")], 200)
+        assert text.splitlines() == ['user: fix the test', 'assistant: [called read_file({"path": "src/a.py"})]',
+                                     "tool result (a): FAILED test_x"]
+
+    def test_long_span_keeps_both_ends_within_target(self) -> None:
+        """A long span keeps its first and last lines, marks the omitted middle, and fits the target."""
+        msgs = [human(f"message {i} " * 20) for i in range(50)]
+        text = ExtractiveSummarizer().summarize(msgs, 100)
+        assert len(text) <= 400 and text.startswith("user: message 0") and "message 49" in text
+        assert "more messages)" in text
+        assert text == ExtractiveSummarizer().summarize(msgs, 100)
+
+
 class TestConsolidate:
     def test_adjacent_summaries_merge(self) -> None:
         """Two summaries from two batches become one, shorter than both together."""
@@ -337,6 +363,20 @@ class TestWaterMarks:
             assert built.report.total_tokens <= budget
             previous = built
         assert stable >= 10 and batches <= 2
+
+    def test_edited_history_is_not_replayed(self) -> None:
+        """A reduction whose originals changed is not replayed; the edited messages are used."""
+        history = conversation(6)
+        counter = ApproximateCounter()
+        budget = int(CachedCounter(counter).count_messages(history) / 0.9)
+        builder = ContextBuilder([_History()], [Compaction(max_tokens=budget)], counter)
+        first = builder.build({"messages": history})
+        assert {c.stage for c in first.report.compressions} == {"tool_results"}
+        assert history[3].id in first.report.compressions[0].original_ids
+        edited = [*history[:3], tool("a short new result", tool_call_id="c0"), *history[4:]]
+        built = builder.build({"messages": edited})
+        assert built.messages[3].id == edited[3].id
+        assert history[3].id not in {i for c in built.report.compressions for i in c.original_ids}
 
     def test_replayed_reductions_are_reported(self) -> None:
         """A reduction replayed from an earlier build is in this build's report too."""
