@@ -107,3 +107,20 @@ def test_second_application_changes_nothing_when_settled(msgs: list[Message], fr
         return
     if counter.count_messages(once) <= 0.85 * budget:
         assert Compaction(max_tokens=budget).apply(once, FilterContext(counter=counter, budget=None)) == once
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.floats(0.5, 1.2), st.lists(st.sampled_from(["user", "assistant"]), min_size=1, max_size=6))
+def test_prefix_stable_between_batches(msgs: list[Message], fraction: float, appended: list[str]) -> None:
+    """Appending turns changes nothing before them unless a new batch of reductions ran."""
+    counter = ApproximateCounter()
+    budget = max(int(CachedCounter(counter).count_messages(msgs) * fraction), 1)
+    builder = ContextBuilder([_Given()], [Compaction(max_tokens=budget, on_overflow="warn")], counter)
+    previous = builder.build({"messages": msgs})
+    for k, role in enumerate(appended):
+        msgs = msgs + [human(f"turn {k}") if role == "user" else ai(f"reply {k}")]
+        built = builder.build({"messages": msgs})
+        new = {c.new_id for c in built.report.compressions} - {c.new_id for c in previous.report.compressions}
+        if not new:
+            assert built.to_openai()[: len(previous.messages)] == previous.to_openai()
+        previous = built
