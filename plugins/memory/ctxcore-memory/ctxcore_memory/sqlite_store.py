@@ -20,6 +20,7 @@ import json
 import os
 import sqlite3
 import threading
+import unicodedata
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -40,7 +41,6 @@ from ctxcore.memory import (
     memory_text,
     new_memory_id,
     resolve_namespace,
-    tokenize,
     utc_now,
 )
 
@@ -132,8 +132,8 @@ class SqliteMemoryStore(MemoryStoreBase):
         con.execute("COMMIT")
 
     def _init_schema(self) -> None:
-        con = self._connection()
         try:
+            con = self._connection()
             con.execute("PRAGMA journal_mode = WAL")
             with self._write():
                 version = con.execute("PRAGMA user_version").fetchone()[0]
@@ -189,10 +189,11 @@ class SqliteMemoryStore(MemoryStoreBase):
         filters = check_filters(kw.pop("filters", None))
         if kw:
             raise TypeError(f"sqlite memory store: unknown retrieve option(s) {', '.join(sorted(kw))}")
-        words = list(dict.fromkeys(tokenize(text)))
+        words = _query_terms(text)
         if not words:
             return []
-        # Each word is an FTS5 string literal ("..."), so no word is read as an operator.
+        # Each word is an FTS5 string literal ("..."): never read as an operator, and
+        # tokenized by FTS5 itself, exactly as the stored text was.
         match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
         sql = (f"SELECT m.id, m.content, m.metadata, m.created_at, {_RANK} AS rank "
                "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
@@ -225,6 +226,27 @@ class SqliteMemoryStore(MemoryStoreBase):
         con.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
         con.execute("DELETE FROM memory_meta WHERE memory_rowid = ?", (rowid,))
         con.execute("DELETE FROM memories WHERE rowid = ?", (rowid,))
+
+
+def _is_term_char(char: str) -> bool:
+    # Letters, numbers, marks, private-use and unassigned characters: a superset of
+    # what FTS5's unicode61 tokenizer keeps inside a token (it separates only at
+    # spaces, punctuation, symbols and controls), so no term splits one of its tokens.
+    category = unicodedata.category(char)
+    return category[0] in "LNM" or category in ("Co", "Cn")
+
+
+def _query_terms(text: str) -> list[str]:
+    """The distinct terms of a query, in order (split at every other character)."""
+    terms: list[str] = []
+    current: list[str] = []
+    for char in text.lower() + " ":
+        if _is_term_char(char):
+            current.append(char)
+        elif current:
+            terms.append("".join(current))
+            current = []
+    return list(dict.fromkeys(terms))
 
 
 def _metadata_text(metadata: dict[str, Any]) -> str:
