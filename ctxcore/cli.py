@@ -275,3 +275,4 @@ def main() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+from ctxcore import cli_memory as _cli_memory  # noqa: E402,F401

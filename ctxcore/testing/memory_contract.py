@@ -254,7 +254,7 @@ class MemoryStoreContract:
         exact = _refused_or(lambda: store.retrieve("injection memory", filters={key: value}))
         assert exact is None or [i.id for i in exact] == [target.id]
         for k in ("k' OR 1=1 --", "plain' OR '1'='1", "k\x00", "$.k", "plain\"", "k; DROP TABLE memories"):
-            assert _refused_or(lambda: store.retrieve("injection memory", filters={k: "v"})) in (None, [])
+            assert _refused_or(lambda k=k: store.retrieve("injection memory", filters={k: "v"})) in (None, [])
         assert len(store.retrieve("injection memory", limit=5)) == 2
 
     # --------------------------------------------------------------- ids, reopen
