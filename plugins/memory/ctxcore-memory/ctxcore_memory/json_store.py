@@ -116,11 +116,18 @@ class JsonMemoryStore(MemoryStoreBase):
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             self._acquire(fd)
+            self._remove_stale_temp_files()
             data = json.loads(json.dumps(self._load()))  # a private copy: the cache stays as on disk
             yield data
             self._write(data)
         finally:
             os.close(fd)  # closing releases the flock
+
+    def _remove_stale_temp_files(self) -> None:
+        """Delete temp files of writers killed mid-write (only a lock holder writes one, so any found now is stale)."""
+        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
 
     def _acquire(self, fd: int) -> None:
         deadline = time.monotonic() + self.lock_timeout

@@ -53,6 +53,24 @@ class TestFile:
             store.record("new fact")
         assert path.read_bytes() == content
 
+    def test_failed_write_leaves_the_old_file(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A write that fails before the rename raises, keeps the previous file and leaves no temp file."""
+        from ctxcore_memory import json_store
+
+        path = tmp_path / "memory.json"
+        store = JsonMemoryStore(path)
+        store.record("kept fact")
+        before = path.read_bytes()
+
+        def disk_full(src: str, dst: str) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(json_store.os, "replace", disk_full)
+        with pytest.raises(OSError, match="No space"):
+            store.record("lost fact")
+        assert path.read_bytes() == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.json", "memory.json.lock"]
+
     def test_instances_see_each_others_writes(self, tmp_path: Path) -> None:
         """Two stores on one file (two processes, in effect) read each other's latest writes."""
         a, b = JsonMemoryStore(tmp_path / "m.json"), JsonMemoryStore(tmp_path / "m.json")
