@@ -75,7 +75,7 @@ def memory_add(ctx: click.Context, text: str, pipeline_file: str, namespace: str
         text = sys.stdin.read()
     try:
         items = service.add(text, metadata=_pairs(meta, "--meta"), id=memory_id)
-    except (CtxError, ValueError, TypeError) as exc:
+    except (CtxError, ValueError, TypeError, OSError) as exc:
         _fail(f"{type(exc).__name__}: {exc}")
     if as_json:
         click.echo(json.dumps([i.to_dict() for i in items], indent=2, ensure_ascii=False))
@@ -98,7 +98,7 @@ def memory_search(ctx: click.Context, query: str, pipeline_file: str, namespace:
     service = _service(ctx, pipeline_file, namespace)
     try:
         items = service.search(query, limit=limit, filters=_pairs(filters, "--filter"))
-    except (CtxError, ValueError, TypeError) as exc:
+    except (CtxError, ValueError, TypeError, OSError) as exc:
         _fail(f"{type(exc).__name__}: {exc}")
     if as_json:
         click.echo(json.dumps([i.to_dict() for i in items], indent=2, ensure_ascii=False))

@@ -306,6 +306,9 @@ class MemoryService:
     def _ns(self, namespace: str | None) -> str:
         return self.namespace if namespace is None else resolve_namespace(namespace)
 
+    def _limit(self, limit: int | None) -> int:
+        return self.default_limit if limit is None else check_limit(limit)
+
     def add(self, content: Any, *, metadata: Mapping[str, Any] | None = None, id: str | None = None,
             namespace: str | None = None) -> list[MemoryItem]:
         """Record ``content``; returns the stored items (one for the embedded stores)."""
@@ -315,7 +318,7 @@ class MemoryService:
                filters: Mapping[str, Any] | None = None) -> list[MemoryItem]:
         """The most relevant items for ``query``, best first; ``filters`` match metadata exactly."""
         kw = {"filters": dict(filters)} if filters else {}
-        return list(self.store.retrieve(query, limit=limit or self.default_limit, namespace=self._ns(namespace), **kw))
+        return list(self.store.retrieve(query, limit=self._limit(limit), namespace=self._ns(namespace), **kw))
 
     def format_retrieved(self, items: Sequence[MemoryItem]) -> str:
         """Render items with the store's own formatting."""
@@ -337,7 +340,7 @@ class MemoryService:
     async def asearch(self, query: str, *, limit: int | None = None, namespace: str | None = None,
                       filters: Mapping[str, Any] | None = None) -> list[MemoryItem]:
         """Async :meth:`search`."""
-        kw: dict[str, Any] = {"limit": limit or self.default_limit, "namespace": self._ns(namespace)}
+        kw: dict[str, Any] = {"limit": self._limit(limit), "namespace": self._ns(namespace)}
         if filters:
             kw["filters"] = dict(filters)
         if hasattr(self.store, "aretrieve"):

@@ -113,6 +113,8 @@ class TestService:
         for i in range(4):
             service.add(f"bike ride number {i}", metadata={"i": i})
         assert len(service.search("bike ride")) == 2
+        with pytest.raises(ValueError, match="limit"):
+            service.search("bike ride", limit=0)
         assert [i.metadata for i in service.search("bike ride", filters={"i": 3})] == [{"i": 3}]
         assert service.format_retrieved(service.search("bike", limit=1)).startswith("1. [")
 

@@ -114,6 +114,13 @@ class MemoryStoreContract:
         store.record("We booked a hotel in Porto", metadata=metadata)
         assert store.retrieve("hotel Porto", limit=1)[0].metadata == metadata
 
+    def test_returned_items_are_copies(self, tmp_path: Path) -> None:
+        """Changing nested metadata of a returned item does not change what the store holds."""
+        store = self._store(tmp_path)
+        store.record("tagged memory", metadata={"tags": ["a"]})[0].metadata["tags"].append("recorded")
+        store.retrieve("tagged", limit=1)[0].metadata["tags"].append("retrieved")
+        assert store.retrieve("tagged", limit=1)[0].metadata == {"tags": ["a"]}
+
     # ---------------------------------------------------------------- retrieve
     def test_retrieve_finds_the_relevant_memory_first(self, tmp_path: Path) -> None:
         """A query naming one memory's distinctive words ranks that memory first."""

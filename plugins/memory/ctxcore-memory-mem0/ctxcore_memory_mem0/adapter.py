@@ -25,6 +25,7 @@ calls):
 
 from __future__ import annotations
 
+import copy
 import re
 import uuid
 from datetime import datetime
@@ -88,7 +89,7 @@ class Mem0MemoryStore(MemoryStoreBase):
             if raw.get("event", "ADD") not in ("ADD", "UPDATE") or not isinstance(raw.get("memory"), str):
                 continue  # DELETE / NONE events, or a hosted add still being processed
             meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else metadata
-            items.append(MemoryItem(id=str(raw["id"]), content=raw["memory"], metadata=meta or {},
+            items.append(MemoryItem(id=str(raw["id"]), content=raw["memory"], metadata=copy.deepcopy(meta or {}),
                                     namespace=ns, created_at=_time(raw.get("created_at"))))
         return items
 
@@ -109,7 +110,7 @@ class Mem0MemoryStore(MemoryStoreBase):
                 continue  # never hand out another namespace's memory, whatever the backend did
             score = raw.get("score")
             items.append(MemoryItem(id=str(raw["id"]), content=str(raw.get("memory", "")),
-                                    metadata=raw.get("metadata") or {}, namespace=ns,
+                                    metadata=copy.deepcopy(raw.get("metadata") or {}), namespace=ns,
                                     created_at=_time(raw.get("created_at")),
                                     score=float(score) if isinstance(score, (int, float)) else 0.0))
         items.sort(key=lambda i: -(i.score or 0.0))

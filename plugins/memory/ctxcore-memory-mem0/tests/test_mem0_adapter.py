@@ -10,6 +10,7 @@ filters=, threshold=)`` (top-level ``user_id`` refused, as mem0 does),
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import re
@@ -77,7 +78,7 @@ class RecordedMem0:
                 now = datetime.now(timezone.utc).isoformat()
                 self.rows[memory_id] = {
                     "id": memory_id, "memory": fact, "hash": hashlib.md5(fact.encode()).hexdigest(),
-                    "metadata": dict(metadata) if metadata else None, "created_at": now, "updated_at": now,
+                    "metadata": copy.deepcopy(metadata) if metadata else None, "created_at": now, "updated_at": now,
                     "user_id": user_id, "role": message["role"],
                 }
                 results.append({"id": memory_id, "memory": fact, "event": "ADD", "actor_id": None, "role": message["role"]})

@@ -17,6 +17,7 @@ share; ties go to the newer memory.
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import json
 import os
@@ -214,7 +215,8 @@ def _metadata_text(metadata: dict[str, Any]) -> str:
 
 
 def _item(mid: str, rec: dict[str, Any], ns: str, score: float | None) -> MemoryItem:
-    return MemoryItem(id=mid, content=rec["content"], metadata=rec["metadata"], namespace=ns,
+    # A deep copy: nested metadata must not share lists or dicts with the parse cache.
+    return MemoryItem(id=mid, content=rec["content"], metadata=copy.deepcopy(rec["metadata"]), namespace=ns,
                       created_at=datetime.fromisoformat(rec["created_at"]), score=score)
 
 
