@@ -5,7 +5,8 @@ LLM. Here the vector store is Qdrant's embedded mode (files under the test's
 directory) and the embedder is mem0's ``openai`` provider pointed at a small
 HTTP server on 127.0.0.1 that speaks OpenAI's embeddings protocol (hashed
 bag-of-words vectors): nothing leaves the machine and no model weights are
-needed. mem0ai is an optional, large install: these tests are skipped when it
+needed. For ``infer: true`` the same server answers mem0's chat-completions
+call, "extracting" each sentence the user wrote. mem0ai is an optional, large install: these tests are skipped when it
 is missing; ``make test-mem0`` installs it and runs them.
 """
 
@@ -44,12 +45,34 @@ def _embed(text: str) -> list[float]:
     return [v / norm for v in vector]
 
 
-class _OpenAIEmbeddings(BaseHTTPRequestHandler):
-    """POST /v1/embeddings as OpenAI answers it; anything else is a 404 in OpenAI's error shape."""
+def _extract_facts(prompt: str) -> list[str]:
+    """What the chat stub "extracts": each sentence the user wrote in the prompt's New Messages section."""
+    section = prompt.split("## New Messages\n", 1)[-1].split("\n## ", 1)[0]
+    facts = []
+    for line in section.splitlines():
+        if line.startswith("user: "):
+            facts += [s for s in re.split(r"(?<=[.!?])\s+", line[len("user: "):].strip()) if s]
+    return facts
+
+
+CHAT_CALLS: list[dict[str, Any]] = []
+
+
+class _OpenAIStub(BaseHTTPRequestHandler):
+    """POST /v1/embeddings and /v1/chat/completions as OpenAI answers them; anything else is a 404."""
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if self.path.rstrip("/").endswith("/embeddings"):
+        if self.path.rstrip("/").endswith("/chat/completions"):
+            CHAT_CALLS.append(body)
+            facts = _extract_facts(body["messages"][-1]["content"])
+            status, answer = 200, {
+                "id": f"chatcmpl-{len(CHAT_CALLS)}", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": json.dumps({"memory": [{"text": f} for f in facts]})}}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        elif self.path.rstrip("/").endswith("/embeddings"):
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
             status, answer = 200, {
                 "object": "list", "model": body.get("model", "stub"),
@@ -71,7 +94,7 @@ class _OpenAIEmbeddings(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def embeddings_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAIEmbeddings)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OpenAIStub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -95,15 +118,40 @@ class TestRealMem0Contract(MemoryStoreContract):
     """The contract over mem0.Memory itself (infer: false: no LLM involved)."""
 
     supports_ids = False
-    persistent = False  # embedded Qdrant lets one client open a folder at a time
 
     @pytest.fixture(autouse=True)
-    def _url(self, embeddings_url: str) -> None:
+    def _url(self, embeddings_url: str) -> Iterator[None]:
         self.url = embeddings_url
+        self.open: dict[Path, Any] = {}
+        yield
+        for client in self.open.values():
+            _close(client)
 
     def make_store(self, path: Path) -> Mem0MemoryStore:
-        client = create_client(Mem0Config(config=mem0_config(path, self.url), infer=False))
+        # Embedded Qdrant lets one client open a directory at a time: opening the
+        # same directory again first closes the earlier client, as a restart would.
+        if path in self.open:
+            _close(self.open.pop(path))
+        client = self.open[path] = create_client(Mem0Config(config=mem0_config(path, self.url), infer=False))
         return Mem0MemoryStore(client, infer=False)
+
+
+def _close(client: Any) -> None:
+    """Release a mem0 Memory's history database and its embedded Qdrant directory."""
+    client.close()
+    client.vector_store.client.close()
+
+
+def test_infer_extracts_facts_through_the_llm(tmp_path: Path, embeddings_url: str) -> None:
+    """infer: true sends the conversation to mem0's LLM (the chat stub) and records the facts it returns."""
+    store = Mem0MemoryStore(create_client(Mem0Config(config=mem0_config(tmp_path, embeddings_url))), infer=True)
+    calls = len(CHAT_CALLS)
+    items = store.record([{"role": "user", "content": "I moved to Porto last year. I work remotely for Northwind."},
+                          {"role": "assistant", "content": "Thanks, noted."}], namespace="priya")
+    assert len(CHAT_CALLS) == calls + 1 and CHAT_CALLS[-1]["response_format"] == {"type": "json_object"}
+    assert sorted(i.content for i in items) == ["I moved to Porto last year.", "I work remotely for Northwind."]
+    assert store.retrieve("where does she live? Porto", limit=1, namespace="priya")[0].content == "I moved to Porto last year."
+    assert store.retrieve("Porto", namespace="someone-else") == []
 
 
 def test_recall_on_the_labelled_set(tmp_path: Path, embeddings_url: str) -> None:
