@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PACKAGES := -e . $(foreach p,$(wildcard plugins/*/*/pyproject.toml),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test lint clean test-mem0
 
 install: $(STAMP)
 
@@ -32,5 +32,12 @@ lint: install
 	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
 	$(foreach p,$(wildcard plugins/*/*/pyproject.toml),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
 
+# The mem0 adapter against the real mem0ai library (large: its own venv, not part of `make test`).
+MEM0_VENV ?= .venv-mem0
+test-mem0:
+	@test -x $(MEM0_VENV)/bin/python || $(PYTHON) -m venv $(MEM0_VENV)
+	$(MEM0_VENV)/bin/python -m pip install --quiet -e . -e 'plugins/memory/ctxcore-memory-mem0[mem0]' -r requirements-dev.txt
+	$(MEM0_VENV)/bin/python -m pytest plugins/memory/ctxcore-memory-mem0 $(PYTEST_ARGS)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(MEM0_VENV) .pytest_cache .hypothesis

@@ -17,6 +17,7 @@ from ctxcore.errors import (
     ConfigIssue,
     CtxError,
     InvalidHistory,
+    MemoryCorrupt,
     PluginError,
     StaleWrite,
 )
@@ -34,6 +35,8 @@ from ctxcore.messages import (
     system,
     tool,
 )
+from ctxcore.memory import MemoryItem, MemoryService
+from ctxcore.memory_tools import create_memory_tools
 from ctxcore.pipeline import Pipeline, PipelineSpec
 from ctxcore.presets import PromptRuntimeContext
 from ctxcore.plugins import PluginHost, PluginInfo
@@ -63,6 +66,9 @@ __all__ = [
     "FilterContext",
     "ImageBlock",
     "InvalidHistory",
+    "MemoryCorrupt",
+    "MemoryItem",
+    "MemoryService",
     "MemoryStore",
     "Message",
     "MessageCounter",
@@ -86,6 +92,7 @@ __all__ = [
     "Unit",
     "ai",
     "check_tool_pairing",
+    "create_memory_tools",
     "group_units",
     "hookimpl",
     "human",

@@ -283,3 +283,4 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 from ctxcore import cli_presets as _cli_presets  # noqa: E402,F401
+from ctxcore import cli_memory as _cli_memory  # noqa: E402,F401

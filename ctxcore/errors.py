@@ -21,6 +21,7 @@ __all__ = [
     "BudgetExceeded",
     "InvalidHistory",
     "CheckpointCorrupt",
+    "MemoryCorrupt",
     "StaleWrite",
 ]
 
@@ -109,6 +110,10 @@ class InvalidHistory(CtxError):
 
 class CheckpointCorrupt(CtxError):
     """A stored checkpoint is damaged somewhere other than a torn last record."""
+
+
+class MemoryCorrupt(CtxError):
+    """A long-term memory file cannot be read as what its store wrote; names the file."""
 
 
 class StaleWrite(CtxError):

@@ -13,6 +13,7 @@ from ctxcore.messages import Message
 
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.budget import FilterContext
+    from ctxcore.memory import MemoryItem
 
 __all__ = [
     "Provider",
@@ -138,22 +139,26 @@ class AsyncCheckpointer(Protocol):
 
 @runtime_checkable
 class MemoryStore(Protocol):
-    """Long-term memory: record facts, retrieve the relevant ones later."""
+    """Long-term memory: record facts, retrieve the relevant ones later.
 
-    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> Any:
-        """Store ``inputs`` (text or messages) under ``namespace``."""
+    Items are :class:`ctxcore.memory.MemoryItem`; a namespace (one user or
+    agent, ``None`` for ``"default"``) isolates them. See docs/memory.md.
+    """
+
+    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+        """Store ``inputs`` (text or messages) under ``namespace``; ``metadata=``, ``id=`` (upsert)."""
         ...
 
-    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[Any]:
-        """The ``limit`` items most relevant to ``query``."""
+    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+        """The ``limit`` items of ``namespace`` most relevant to ``query``, best first; ``filters=``."""
         ...
 
-    def format_retrieved(self, items: Sequence[Any]) -> str:
+    def format_retrieved(self, items: Sequence[MemoryItem]) -> str:
         """Render retrieved items as text for the prompt."""
         ...
 
     def delete(self, item: Any, namespace: str | None = None) -> None:
-        """Remove an item."""
+        """Remove an item (a MemoryItem or its id) from ``namespace``; unknown ids are ignored."""
         ...
 
 
@@ -161,12 +166,16 @@ class MemoryStore(Protocol):
 class AsyncMemoryStore(Protocol):
     """Async variants of the memory calls."""
 
-    async def arecord(self, inputs: Any, namespace: str | None = None, **kw: Any) -> Any:
+    async def arecord(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
         """Async form of :meth:`MemoryStore.record`."""
         ...
 
-    async def aretrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[Any]:
+    async def aretrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
         """Async form of :meth:`MemoryStore.retrieve`."""
+        ...
+
+    async def adelete(self, item: Any, namespace: str | None = None) -> None:
+        """Async form of :meth:`MemoryStore.delete`."""
         ...
 
 

@@ -1,0 +1,371 @@
+"""Long-term memory: the item model, input checks shared by every store, and ``MemoryService``.
+
+A memory store (see :class:`ctxcore.protocols.MemoryStore`) keeps short texts
+("the user prefers tabs") per *namespace* (one user, one agent) and finds the
+relevant ones for a query. The stores live in plugins (``ctxcore-memory``,
+``ctxcore-memory-mem0``, the PostgreSQL distribution); what they must agree on
+lives here: :class:`MemoryItem`, how inputs become text, which namespaces,
+metadata, filters and limits are valid, and how items are rendered for a prompt.
+
+:class:`MemoryService` binds a store to a default namespace for an agent, and
+``MemoryService.as_tools()`` (``ctxcore.memory_tools``) gives the
+``memory_add`` / ``memory_search`` tools any agent loop can offer a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ctxcore.messages import Message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ctxcore.memory_tools import MemoryTools
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "MAX_NAMESPACE_LENGTH",
+    "MemoryItem",
+    "MemoryStoreBase",
+    "MemoryService",
+    "canonical_json",
+    "check_filters",
+    "check_limit",
+    "check_metadata",
+    "check_query",
+    "format_memories",
+    "item_id",
+    "memory_text",
+    "new_memory_id",
+    "resolve_namespace",
+    "tokenize",
+    "utc_now",
+]
+
+#: namespace used when a call names none.
+DEFAULT_NAMESPACE = "default"
+MAX_NAMESPACE_LENGTH = 256
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class MemoryItem(BaseModel):
+    """One stored memory. ``score`` is set on retrieved items (higher is more relevant)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1)
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    namespace: str = DEFAULT_NAMESPACE
+    created_at: datetime = Field(default_factory=lambda: utc_now())
+    score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``created_at`` as ISO 8601)."""
+        return self.model_dump(mode="json")
+
+
+# ---------------------------------------------------------------- input checks
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC (what ``created_at`` holds)."""
+    return datetime.now(timezone.utc)
+
+
+def new_memory_id() -> str:
+    """A fresh memory id (uuid4 hex)."""
+    return uuid.uuid4().hex
+
+
+def resolve_namespace(namespace: str | None) -> str:
+    """``namespace`` checked, or :data:`DEFAULT_NAMESPACE` for ``None``.
+
+    Raises:
+        ValueError: not a string, empty, longer than 256 characters or holding NUL.
+    """
+    if namespace is None:
+        return DEFAULT_NAMESPACE
+    if not isinstance(namespace, str):
+        raise ValueError(f"namespace must be a string (one user or agent), got {type(namespace).__name__}")
+    if not namespace or "\x00" in namespace or len(namespace) > MAX_NAMESPACE_LENGTH:
+        raise ValueError(f"namespace {namespace[:40]!r} must be 1-{MAX_NAMESPACE_LENGTH} characters without NUL")
+    _check_encodable(namespace, "namespace")
+    return namespace
+
+
+def _check_encodable(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} holds a character that cannot be stored (lone surrogate at {exc.start})") from None
+
+
+def _message_text(value: Any) -> tuple[str, str]:
+    """(role, text) of a Message or an OpenAI-style message dict."""
+    if isinstance(value, Message):
+        return value.role, value.text
+    if isinstance(value, Mapping) and "content" in value:
+        content = value["content"]
+        if isinstance(content, list):  # OpenAI content parts: keep the text ones
+            content = "\n".join(p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+        if content is not None and not isinstance(content, str):
+            raise TypeError(f"message content must be text, got {type(content).__name__}")
+        return str(value.get("role", "")), content or ""
+    raise TypeError(f"cannot record {type(value).__name__}: give text, a Message, a message dict or a list of them")
+
+
+def memory_text(inputs: Any) -> str:
+    """The text a store keeps for ``inputs``.
+
+    ``inputs`` is a string, a :class:`Message`, an OpenAI-style message dict, or a
+    list of messages (kept as one memory of ``role: text`` lines).
+
+    Raises:
+        TypeError: an input of another type.
+        ValueError: the text is blank or cannot be stored (lone surrogates).
+    """
+    if isinstance(inputs, str):
+        text = inputs
+    elif isinstance(inputs, (Message, Mapping)):
+        text = _message_text(inputs)[1]
+    elif isinstance(inputs, Sequence):
+        lines = []
+        for part in inputs:
+            role, body = _message_text(part) if not isinstance(part, str) else ("", part)
+            if body.strip():
+                lines.append(f"{role}: {body}" if role else body)
+        text = "\n".join(lines)
+    else:
+        raise TypeError(f"cannot record {type(inputs).__name__}: give text, a Message, a message dict or a list of them")
+    if not text.strip():
+        raise ValueError("nothing to record: the memory text is empty")
+    _check_encodable(text, "memory text")
+    return text
+
+
+def canonical_json(value: Any) -> str:
+    """Compact, key-sorted JSON; how metadata values are compared and stored.
+
+    Raises:
+        ValueError: not JSON (NaN, infinities, non-string keys, other types) or
+            holding lone surrogates.
+    """
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"not a JSON value: {exc}") from None
+    _check_encodable(text, "metadata")
+    return text
+
+
+def check_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Metadata as a plain dict of JSON values with string keys (``{}`` for ``None``).
+
+    Raises:
+        ValueError: not a mapping, a non-string or empty key, or a value that is not JSON.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ValueError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"metadata keys must be non-empty strings, got {key!r}")
+        try:
+            out[key] = json.loads(canonical_json(value))
+        except ValueError as exc:
+            raise ValueError(f"metadata[{key!r}]: {exc}") from None
+    canonical_json(out)  # keys must be encodable too
+    return out
+
+
+def check_filters(filters: Mapping[str, Any] | None) -> dict[str, str]:
+    """Metadata filters as {key: canonical JSON of the wanted value}; all must match.
+
+    Raises:
+        ValueError: the same problems :func:`check_metadata` reports.
+    """
+    return {key: canonical_json(value) for key, value in check_metadata(filters).items()}
+
+
+def check_limit(limit: int) -> int:
+    """``limit`` if it is a positive integer.
+
+    Raises:
+        ValueError: otherwise (``True`` is not a limit).
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+    return limit
+
+
+def check_query(query: Any) -> str:
+    """The query text (a string, or a message's text).
+
+    Raises:
+        ValueError: blank query.
+        TypeError: not text or a message.
+    """
+    text = query if isinstance(query, str) else memory_text(query) if isinstance(query, (Message, Mapping)) else None
+    if text is None:
+        raise TypeError(f"query must be text, got {type(query).__name__}")
+    if not text.strip():
+        raise ValueError("query is empty: say what to look for")
+    _check_encodable(text, "query")
+    return text
+
+
+def item_id(item: Any) -> str:
+    """The id of a :class:`MemoryItem`, an id string or a dict with ``id``.
+
+    Raises:
+        ValueError: no usable id.
+    """
+    value = item.id if isinstance(item, MemoryItem) else item.get("id") if isinstance(item, Mapping) else item
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"cannot delete {item!r}: give a MemoryItem, its id, or a dict with 'id'")
+    return value
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens (Unicode letters, digits, underscore)."""
+    return _WORD.findall(text.lower())
+
+
+def format_memories(items: Sequence[MemoryItem]) -> str:
+    """Render retrieved items for a prompt or a tool result, one numbered line each."""
+    if not items:
+        return "No relevant memories."
+    lines = []
+    for i, item in enumerate(items, start=1):
+        line = f"{i}. [{item.id}] {item.content}"
+        if item.metadata:
+            line += f" (metadata: {canonical_json(item.metadata)})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ base class
+class MemoryStoreBase:
+    """Optional base for stores: async variants in a worker thread and the shared rendering.
+
+    Subclasses implement ``record``, ``retrieve`` and ``delete``.
+    """
+
+    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:  # pragma: no cover
+        raise NotImplementedError
+
+    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:  # pragma: no cover
+        raise NotImplementedError
+
+    def delete(self, item: Any, namespace: str | None = None) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def format_retrieved(self, items: Sequence[MemoryItem]) -> str:
+        """Numbered lines ``1. [id] content (metadata: {...})``; see :func:`format_memories`."""
+        return format_memories(items)
+
+    async def arecord(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+        """:meth:`record` in a worker thread, so an event loop never blocks on file I/O."""
+        return await asyncio.to_thread(self.record, inputs, namespace, **kw)
+
+    async def aretrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+        """:meth:`retrieve` in a worker thread."""
+        return await asyncio.to_thread(self.retrieve, query, limit, namespace, **kw)
+
+    async def adelete(self, item: Any, namespace: str | None = None) -> None:
+        """:meth:`delete` in a worker thread."""
+        await asyncio.to_thread(self.delete, item, namespace)
+
+
+# --------------------------------------------------------------------- service
+class MemoryService:
+    """A store bound to one default namespace: what an agent (or its tools) talks to.
+
+    Args:
+        store: any object following the ``MemoryStore`` contract.
+        namespace: the namespace calls use unless they name another.
+        default_limit: how many items ``search`` returns when not told.
+    """
+
+    def __init__(self, store: Any, namespace: str | None = None, *, default_limit: int = 5) -> None:
+        for method in ("record", "retrieve", "format_retrieved", "delete"):
+            if not callable(getattr(store, method, None)):
+                raise TypeError(f"{type(store).__name__} is not a memory store: it has no {method}() method")
+        self.store = store
+        self.namespace = resolve_namespace(namespace)
+        self.default_limit = check_limit(default_limit)
+
+    def _ns(self, namespace: str | None) -> str:
+        return self.namespace if namespace is None else resolve_namespace(namespace)
+
+    def _limit(self, limit: int | None) -> int:
+        return self.default_limit if limit is None else check_limit(limit)
+
+    def add(self, content: Any, *, metadata: Mapping[str, Any] | None = None, id: str | None = None,
+            namespace: str | None = None) -> list[MemoryItem]:
+        """Record ``content``; returns the stored items (one for the embedded stores)."""
+        return list(self.store.record(content, namespace=self._ns(namespace), **_record_kw(metadata, id)))
+
+    def search(self, query: str, *, limit: int | None = None, namespace: str | None = None,
+               filters: Mapping[str, Any] | None = None) -> list[MemoryItem]:
+        """The most relevant items for ``query``, best first; ``filters`` match metadata exactly."""
+        kw = {"filters": dict(filters)} if filters else {}
+        return list(self.store.retrieve(query, limit=self._limit(limit), namespace=self._ns(namespace), **kw))
+
+    def format_retrieved(self, items: Sequence[MemoryItem]) -> str:
+        """Render items with the store's own formatting."""
+        return str(self.store.format_retrieved(items))
+
+    def delete(self, item: Any, *, namespace: str | None = None) -> None:
+        """Remove ``item`` (a MemoryItem or its id) from the namespace; unknown ids are ignored."""
+        self.store.delete(item, namespace=self._ns(namespace))
+
+    async def aadd(self, content: Any, *, metadata: Mapping[str, Any] | None = None, id: str | None = None,
+                   namespace: str | None = None) -> list[MemoryItem]:
+        """Async :meth:`add`: the store's ``arecord`` if it has one, else ``record`` in a thread."""
+        kw = _record_kw(metadata, id)
+        ns = self._ns(namespace)
+        if hasattr(self.store, "arecord"):
+            return list(await self.store.arecord(content, namespace=ns, **kw))
+        return list(await asyncio.to_thread(self.store.record, content, namespace=ns, **kw))
+
+    async def asearch(self, query: str, *, limit: int | None = None, namespace: str | None = None,
+                      filters: Mapping[str, Any] | None = None) -> list[MemoryItem]:
+        """Async :meth:`search`."""
+        kw: dict[str, Any] = {"limit": self._limit(limit), "namespace": self._ns(namespace)}
+        if filters:
+            kw["filters"] = dict(filters)
+        if hasattr(self.store, "aretrieve"):
+            return list(await self.store.aretrieve(query, **kw))
+        return list(await asyncio.to_thread(self.store.retrieve, query, **kw))
+
+    async def adelete(self, item: Any, *, namespace: str | None = None) -> None:
+        """Async :meth:`delete`."""
+        ns = self._ns(namespace)
+        if hasattr(self.store, "adelete"):
+            await self.store.adelete(item, namespace=ns)
+        else:
+            await asyncio.to_thread(self.store.delete, item, namespace=ns)
+
+    def as_tools(self, *, max_limit: int = 20) -> MemoryTools:
+        """The ``memory_add`` / ``memory_search`` tools bound to this service's namespace."""
+        from ctxcore.memory_tools import MemoryTools
+
+        return MemoryTools(self, max_limit=max_limit)
+
+
+def _record_kw(metadata: Mapping[str, Any] | None, id: str | None) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    if metadata:
+        kw["metadata"] = dict(metadata)
+    if id is not None:
+        kw["id"] = id
+    return kw
