@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ctxcore.messages import Message
+from ctxcore.transactions import group_units
 
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.budget import CachedCounter
@@ -41,6 +42,7 @@ class MessageRecord:
     by: str | None = None
     position: int | None = None
     preview: str = ""
+    unit_start: bool = True  # False for a tool result dropped together with its call
 
 
 @dataclass
@@ -65,15 +67,27 @@ class BuildReport:
     warnings: list[str] = field(default_factory=list)
     cache_hits: int = 0  # count-cache hits during this build
     cache_misses: int = 0  # messages tokenized during this build
+    tool_tokens: int = 0  # tool schemas sent with the request (part of total_tokens)
+    notes: list[str] = field(default_factory=list)  # decisions worth reading (repairs, recoveries)
     _records: list[MessageRecord] = field(default_factory=list, repr=False)
-    _dropped: list[tuple[Message, str]] = field(default_factory=list, repr=False)
+    _dropped: list[tuple[Message, str, bool]] = field(default_factory=list, repr=False)
     _counter: CachedCounter | None = field(default=None, repr=False)
     _cache_start: tuple[int, int] = field(default=(0, 0), repr=False)
 
     # ------------------------------------------------------------ recording
     def record_dropped(self, messages: list[Message], by: str) -> None:
-        """Note that filter ``by`` removed ``messages`` (counted lazily)."""
-        self._dropped.extend((m, by) for m in messages)
+        """Note that filter ``by`` removed ``messages`` (counted lazily).
+
+        ``messages`` are in input order, so a dropped tool unit is contiguous
+        here too: its results are marked as not starting a unit.
+        """
+        starts = {u.start for u in group_units(messages)}
+        self._dropped.extend((m, by, k in starts) for k, m in enumerate(messages))
+
+    def record_recovered(self, message: Message) -> None:
+        """Forget an earlier drop of ``message``: a later step put it back."""
+        self._dropped = [d for d in self._dropped if d[0].id != message.id]
+        self._records = [r for r in self._records if not (r.fate == "dropped" and r.id == message.id)]
 
     def record_output(self, messages: list[Message], tokens: list[int], added_ids: set[str]) -> None:
         """Record the final messages with their counts; ``added_ids`` came from filters."""
@@ -92,12 +106,12 @@ class BuildReport:
         """A record for every output message then every dropped one."""
         if self._dropped:
             counter = self._counter
-            for m, by in self._dropped:
+            for m, by, unit_start in self._dropped:
                 tokens = counter.count_message(m) if counter is not None else None
                 self._records.append(
                     MessageRecord(
                         id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
-                        fate="dropped", tokens=tokens, by=by, preview=_preview(m),
+                        fate="dropped", tokens=tokens, by=by, preview=_preview(m), unit_start=unit_start,
                     )
                 )
             self._dropped = []
@@ -141,12 +155,14 @@ class BuildReport:
             "budget": self.budget,
             "total_tokens": self.total_tokens,
             "utilization": self.utilization,
+            "tool_tokens": self.tool_tokens,
             "cache": {"hits": self.cache_hits, "misses": self.cache_misses},
             "messages": [asdict(r) for r in self.records],
             "by_source": self.totals_by("source"),
             "by_zone": self.totals_by("zone"),
             "timings": [asdict(t) for t in self.timings],
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
         }
 
 
