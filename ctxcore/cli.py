@@ -227,8 +227,10 @@ def build(ctx: click.Context, file: str, state_file: str, fmt: str, explain: boo
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     if explain:
         from ctxcore._explain import print_report
+        from ctxcore.cli_explain import print_explain
 
         print_report(built.report)
+        print_explain(built.report)
 
 
 # -------------------------------------------------------------------- count
@@ -275,3 +277,5 @@ def main() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+from ctxcore import cli_explain as _cli_explain  # noqa: E402,F401

@@ -1,11 +1,13 @@
-"""Entry point of ctxcore-filters: registers ``max_messages`` and ``token_budget``."""
+"""Entry point of ctxcore-filters: registers the budgeting filters."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ctxcore import hookimpl
+from ctxcore_filters.budget_hint import BudgetHint, BudgetHintConfig
 from ctxcore_filters.max_messages import MaxMessages, MaxMessagesConfig
+from ctxcore_filters.merge_same_role import MergeSameRole, MergeSameRoleConfig
 from ctxcore_filters.token_budget import TokenBudget, TokenBudgetConfig
 
 
@@ -17,10 +19,22 @@ def _token_budget(config: TokenBudgetConfig) -> TokenBudget:
     return TokenBudget(config.max_tokens, config.pinned_roles, config.trim_from_start, config.on_overflow)
 
 
+def _merge_same_role(config: MergeSameRoleConfig) -> MergeSameRole:
+    return MergeSameRole(config.roles, config.separator)
+
+
+def _budget_hint(config: BudgetHintConfig) -> BudgetHint:
+    return BudgetHint(config.max_tokens, config.role, config.template)
+
+
 @hookimpl
 def register_filters(register: Any) -> None:
-    """Offer the message-count and token-budget filters."""
+    """Offer the message-count, token-budget, merge and budget-hint filters."""
     register("max_messages", _max_messages, config=MaxMessagesConfig,
              description="Pinned prefix plus the newest N messages, by whole tool-call units.")
     register("token_budget", _token_budget, config=TokenBudgetConfig,
-             description="Drop whole units from the old end until the request fits the token budget.")
+             description="Drop whole units, lowest priority and oldest first, until the request fits the token budget.")
+    register("merge_same_role", _merge_same_role, config=MergeSameRoleConfig,
+             description="Merge consecutive messages of the same role (for providers that reject them).")
+    register("budget_hint", _budget_hint, config=BudgetHintConfig,
+             description="Append a message telling the model its budget: total, used, remaining, pressure.")

@@ -1,15 +1,18 @@
-"""``token_budget``: drop whole units from the old end until the request fits.
+"""``token_budget``: drop whole units, lowest priority and oldest first, until the request fits.
 
-The pinned prefix (leading system messages) is always kept. From the newest end
-(``trim_from_start: true``, the default) or the oldest end, units are counted one
-by one and kept while they fit; counting stops at the first unit that does not,
-so a build never tokenizes history it is about to drop. The kept window is
-contiguous: a smaller older unit is not pulled in past a gap.
+Always kept: the pinned prefix (leading system messages), every unit holding a
+protected message (``zone: protected``: rules, permanent memory, skills) and
+the current turn (the newest dynamic unit). The other dynamic units are kept in
+order of priority (highest first) and, within a priority, newest first
+(``trim_from_start: true``, the default) or oldest first; counting stops at the
+first unit that does not fit, so a build never tokenizes history it is about to
+drop, and within a priority the kept window is contiguous. With equal
+priorities this is "keep the newest units that fit".
 
-Overflow: when the pinned prefix alone, or the pinned prefix plus the newest
-unit (the current turn), does not fit, ``on_overflow: raise`` (default) raises
-:class:`BudgetExceeded` carrying the report; ``warn`` returns the pinned prefix
-only and records a warning. Never silently.
+Overflow: when the always-kept part does not fit, ``on_overflow: raise``
+(default) raises :class:`BudgetExceeded` carrying the report; ``warn`` returns
+the pinned prefix and the protected units, over budget, and records a warning.
+Never silently.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ctxcore.budget import FilterContext
 from ctxcore.errors import BudgetExceeded
 from ctxcore.messages import Message
-from ctxcore.transactions import group_units, pinned_prefix_length
+from ctxcore.transactions import Unit, group_units, pinned_prefix_length
 
 log = structlog.get_logger("ctxcore_filters.token_budget")
 
@@ -43,7 +46,7 @@ class TokenBudgetConfig(BaseModel):
 
 
 class TokenBudget:
-    """Keeps the pinned prefix and as many whole units as fit the token budget."""
+    """Keeps the pinned prefix, the protected units and as many other whole units as fit."""
 
     def __init__(
         self,
@@ -58,40 +61,59 @@ class TokenBudget:
         self.on_overflow = on_overflow
 
     def apply(self, messages: Sequence[Message], ctx: FilterContext) -> list[Message]:
-        """Return the pinned prefix plus the units that fit; overflow if not even one unit fits."""
+        """Return the always-kept part plus the units that fit; overflow if the always-kept part does not."""
         budget = self.max_tokens if self.max_tokens is not None else ctx.budget
         if budget is None:
             raise ValueError("no token budget: set max_tokens or the pipeline's model.context_window")
         counter = ctx.counter
         messages = list(messages)
         start = pinned_prefix_length(messages, self.pinned_roles)
-        pinned_tokens = counter.priming + sum(counter.count_message(m) for m in messages[:start])
-        if pinned_tokens > budget:
-            detail = f"the pinned prefix alone needs {pinned_tokens} tokens"
-            return self._overflow(messages[:start], pinned_tokens, budget, ctx, detail)
         rest = messages[start:]
         units = group_units(rest)
-        remaining = budget - pinned_tokens
-        order = reversed(units) if self.trim_from_start else iter(units)
-        kept = []
-        cost = 0
-        for unit in order:
-            cost = sum(counter.count_message(m) for m in unit.slice(rest))
-            if cost > remaining:
-                break
-            remaining -= cost
-            kept.append(unit)
-        if not kept:
-            if not units:
-                return messages[:start]
-            end = "newest" if self.trim_from_start else "oldest"
-            detail = f"the pinned prefix ({pinned_tokens} tokens) plus the {end} unit ({cost} tokens) need {pinned_tokens + cost}"
-            return self._overflow(messages[:start], pinned_tokens + cost, budget, ctx, detail)
-        lo = min(u.start for u in kept)
-        hi = max(u.end for u in kept)
-        return messages[:start] + rest[lo:hi]
 
-    def _overflow(self, pinned: list[Message], required: int, budget: int, ctx: FilterContext, detail: str) -> list[Message]:
+        def cost(unit: Unit) -> int:
+            return sum(counter.count_message(m) for m in unit.slice(rest))
+
+        protected: list[Unit] = []
+        dynamic: list[Unit] = []
+        for u in units:
+            (protected if any(m.zone == "protected" for m in u.slice(rest)) else dynamic).append(u)
+        pinned_tokens = counter.priming + sum(counter.count_message(m) for m in messages[:start])
+        required = pinned_tokens + sum(cost(u) for u in protected)
+        always = set(protected)
+        what = "the pinned prefix" if not protected else "the pinned prefix and the protected messages"
+        if required > budget:
+            detail = f"{what} alone need{'s' if not protected else ''} {required} tokens"
+            return self._overflow(messages, start, rest, always, required, budget, ctx, detail)
+        if not dynamic:
+            return messages
+        current = dynamic[-1] if self.trim_from_start else dynamic[0]
+        current_cost = cost(current)
+        if required + current_cost > budget:
+            end = "newest" if self.trim_from_start else "oldest"
+            detail = f"{what} ({required} tokens) plus the {end} unit ({current_cost} tokens) need {required + current_cost}"
+            return self._overflow(messages, start, rest, always, required + current_cost, budget, ctx, detail)
+        kept = always | {current}
+        remaining = budget - required - current_cost
+        for unit in self._order(dynamic, rest, current):
+            unit_cost = cost(unit)
+            if unit_cost > remaining:
+                break
+            remaining -= unit_cost
+            kept.add(unit)
+        return messages[:start] + [m for u in units if u in kept for m in u.slice(rest)]
+
+    def _order(self, dynamic: list[Unit], rest: list[Message], current: Unit) -> list[Unit]:
+        """Dynamic units in keep order: highest priority first, then newest (or oldest) first."""
+        others = [u for u in dynamic if u != current]
+        if not self.trim_from_start:
+            return sorted(others, key=lambda u: (-_priority(u, rest), u.start))
+        return sorted(others, key=lambda u: (-_priority(u, rest), -u.start))
+
+    def _overflow(
+        self, messages: list[Message], start: int, rest: list[Message], always: set[Unit],
+        required: int, budget: int, ctx: FilterContext, detail: str,
+    ) -> list[Message]:
         message = (
             f"{detail} but the budget is {budget} (filter '{ctx.step_id}'); "
             "shorten the system prompt or the current turn, or raise model.context_window"
@@ -101,4 +123,9 @@ class TokenBudget:
         log.warning("over_budget", filter=ctx.step_id, required=required, budget=budget)
         if ctx.report is not None:
             ctx.report.warnings.append(message + " (on_overflow: warn — sent without the conversation)")
-        return pinned
+        return messages[:start] + [m for u in group_units(rest) if u in always for m in u.slice(rest)]
+
+
+def _priority(unit: Unit, rest: Sequence[Message]) -> int:
+    """A unit is as important as its most important message."""
+    return max(m.priority for m in unit.slice(rest))
