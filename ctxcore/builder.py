@@ -307,7 +307,15 @@ class ContextBuilder:
     ) -> BuiltContext:
         origin = {m.id for m in messages}
         tool_tokens = self._tool_tokens(state)
-        budget = None if self.budget is None else max(0, self.budget.max_input_tokens - tool_tokens)
+        budget = None
+        if self.budget is not None:
+            budget = self.budget.max_input_tokens - tool_tokens
+            if budget < 0:
+                raise BudgetExceeded(
+                    f"the tool schemas alone need {tool_tokens} tokens but the input budget is "
+                    f"{self.budget.max_input_tokens}; send fewer tools or raise model.context_window",
+                    budget=self.budget.max_input_tokens, required=tool_tokens + self.counter.priming, report=report,
+                )
         sanitized = self._sanitize(messages, report)
         messages = self._run_filters(sanitized, runtime, report, budget)
         if self.target.legal_start:

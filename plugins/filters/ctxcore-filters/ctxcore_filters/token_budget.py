@@ -81,18 +81,22 @@ class TokenBudget:
         pinned_tokens = counter.priming + sum(counter.count_message(m) for m in messages[:start])
         required = pinned_tokens + sum(cost(u) for u in protected)
         always = set(protected)
-        what = "the pinned prefix" if not protected else "the pinned prefix and the protected messages"
-        if required > budget:
-            detail = f"{what} alone need{'s' if not protected else ''} {required} tokens"
-            return self._overflow(messages, start, rest, always, required, budget, ctx, detail)
-        if not dynamic:
-            return messages
-        current = dynamic[-1] if self.trim_from_start else dynamic[0]
-        current_cost = cost(current)
+        current = (dynamic[-1] if self.trim_from_start else dynamic[0]) if dynamic else None
+        current_cost = cost(current) if current is not None else 0
         if required + current_cost > budget:
+            # ``required`` in the error is everything that must fit, so a caller
+            # raising the budget by the shortfall gets a request that fits.
+            what = "the pinned prefix" if not protected else "the pinned prefix and the protected messages"
             end = "newest" if self.trim_from_start else "oldest"
-            detail = f"{what} ({required} tokens) plus the {end} unit ({current_cost} tokens) need {required + current_cost}"
+            if required > budget:
+                detail = f"{what} alone need{'' if protected else 's'} {required} tokens"
+                if current is not None:
+                    detail += f" ({required + current_cost} with the {end} unit)"
+            else:
+                detail = f"{what} ({required} tokens) plus the {end} unit ({current_cost} tokens) need {required + current_cost}"
             return self._overflow(messages, start, rest, always, required + current_cost, budget, ctx, detail)
+        if current is None:
+            return messages
         kept = always | {current}
         remaining = budget - required - current_cost
         for unit in self._order(dynamic, rest, current):
