@@ -279,7 +279,7 @@ class ContextBuilder:
         if result.removed:
             report.record_dropped(result.removed, by="sanitize")
         for note in result.notes:
-            log.warning("history_sanitized", detail=note)
+            log.info("history_sanitized", detail=note)
             report.warnings.append(note)
         return result.messages
 
@@ -297,9 +297,9 @@ class ContextBuilder:
             report.record_dropped(result.dropped, by="legal_start")
         if result.recovered is not None:
             report.record_recovered(result.recovered)
-            report.notes.append(
-                f"legal_start: recovered the earlier user message {result.recovered.id} so the request starts with the user"
-            )
+            text = " ".join(result.recovered.text.split())
+            text = text if len(text) <= 60 else text[:59] + "…"
+            report.notes.append(f"legal_start recovered the earlier user message {text!r} so the request starts with the user")
         return result.messages
 
     def _finish(

@@ -276,6 +276,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Run the imported module's group: `python -m ctxcore.cli` executes this file as
+    # __main__, and the cli_* modules below register their commands on ctxcore.cli.
+    from ctxcore.cli import main as _main
+
+    _main()
 
 from ctxcore import cli_explain as _cli_explain  # noqa: E402,F401
