@@ -37,8 +37,18 @@ from ctxcore.pipeline import Pipeline, PipelineSpec
 from ctxcore.plugins import PluginHost, PluginInfo
 from ctxcore.protocols import Checkpointer, Filter, MemoryStore, Provider, Summarizer, TokenCounter
 from ctxcore.registry import Component, Registry
+from ctxcore.render import to_anthropic, to_openai, validate_request
 from ctxcore.report import BuildReport, MessageRecord
-from ctxcore.transactions import Unit, check_tool_pairing, group_units
+from ctxcore.target import TargetSpec
+from ctxcore.transactions import (
+    LegalStart,
+    SanitizeResult,
+    Unit,
+    check_tool_pairing,
+    group_units,
+    legal_start,
+    sanitize_tool_call_history,
+)
 
 __version__ = "0.1.0"
 
@@ -61,6 +71,7 @@ __all__ = [
     "FilterContext",
     "ImageBlock",
     "InvalidHistory",
+    "LegalStart",
     "MemoryStore",
     "Message",
     "MessageCounter",
@@ -73,9 +84,11 @@ __all__ = [
     "PluginInfo",
     "Provider",
     "Registry",
+    "SanitizeResult",
     "StaleWrite",
     "Step",
     "Summarizer",
+    "TargetSpec",
     "TextBlock",
     "TokenCounter",
     "ToolCall",
@@ -85,7 +98,12 @@ __all__ = [
     "group_units",
     "hookimpl",
     "human",
+    "legal_start",
+    "sanitize_tool_call_history",
     "system",
+    "to_anthropic",
+    "to_openai",
     "tool",
+    "validate_request",
     "__version__",
 ]

@@ -99,7 +99,7 @@ def print_explain(report: BuildReport, console: Console | None = None) -> None:
     lines = decisions(report)
     console.print("decisions:" if lines else "decisions: none (everything fit)")
     for line in lines:
-        console.print(f"  - {line}", highlight=False, markup=False)
+        console.print(f"  - {line}", highlight=False, markup=False, soft_wrap=True)
 
 
 @cli.command("explain")

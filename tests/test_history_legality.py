@@ -22,7 +22,7 @@ class TestSanitize:
         """A legal history comes back as the same objects with no notes."""
         msgs = [system("s"), human("q"), call("a", "b"), tool("rb", tool_call_id="b"), tool("ra", tool_call_id="a"), ai("ok")]
         result = sanitize_tool_call_history(msgs)
-        assert result.messages == msgs and all(x is y for x, y in zip(result.messages, msgs))
+        assert result.messages == msgs and all(x is y for x, y in zip(result.messages, msgs, strict=True))
         assert not (result.removed or result.backfilled or result.repaired or result.notes)
 
     def test_past_unanswered_call_removed_whole(self) -> None:
