@@ -70,7 +70,7 @@ class BuildReport:
     tool_tokens: int = 0  # tool schemas sent with the request (part of total_tokens)
     notes: list[str] = field(default_factory=list)  # decisions worth reading (repairs, recoveries)
     _records: list[MessageRecord] = field(default_factory=list, repr=False)
-    _dropped: list[tuple[Message, str, bool]] = field(default_factory=list, repr=False)
+    _dropped: list[tuple[list[Message], str]] = field(default_factory=list, repr=False)
     _counter: CachedCounter | None = field(default=None, repr=False)
     _cache_start: tuple[int, int] = field(default=(0, 0), repr=False)
 
@@ -81,12 +81,11 @@ class BuildReport:
         ``messages`` are in input order, so a dropped tool unit is contiguous
         here too: its results are marked as not starting a unit.
         """
-        starts = {u.start for u in group_units(messages)}
-        self._dropped.extend((m, by, k in starts) for k, m in enumerate(messages))
+        self._dropped.append((list(messages), by))
 
     def record_recovered(self, message: Message) -> None:
         """Forget an earlier drop of ``message``: a later step put it back."""
-        self._dropped = [d for d in self._dropped if d[0].id != message.id]
+        self._dropped = [([m for m in batch if m.id != message.id], by) for batch, by in self._dropped]
         self._records = [r for r in self._records if not (r.fate == "dropped" and r.id == message.id)]
 
     def record_output(self, messages: list[Message], tokens: list[int], added_ids: set[str]) -> None:
@@ -106,14 +105,16 @@ class BuildReport:
         """A record for every output message then every dropped one."""
         if self._dropped:
             counter = self._counter
-            for m, by, unit_start in self._dropped:
-                tokens = counter.count_message(m) if counter is not None else None
-                self._records.append(
-                    MessageRecord(
-                        id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
-                        fate="dropped", tokens=tokens, by=by, preview=_preview(m), unit_start=unit_start,
+            for batch, by in self._dropped:
+                starts = {u.start for u in group_units(batch)}
+                for k, m in enumerate(batch):
+                    tokens = counter.count_message(m) if counter is not None else None
+                    self._records.append(
+                        MessageRecord(
+                            id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
+                            fate="dropped", tokens=tokens, by=by, preview=_preview(m), unit_start=k in starts,
+                        )
                     )
-                )
             self._dropped = []
         return self._records
 

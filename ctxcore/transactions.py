@@ -148,6 +148,8 @@ def sanitize_tool_call_history(messages: Sequence[Message], *, backfill: bool = 
     One pass plus one grouping, no token counting. Legal input comes back
     unchanged (the same objects, in the same list order).
     """
+    if _is_legal(messages):  # the common case: one cheap pass, nothing allocated
+        return SanitizeResult(list(messages), [], [], [], [])
     notes: list[str] = []
     repaired: list[str] = []
     fixed = _repair_call_ids(list(messages), repaired, notes)
@@ -180,6 +182,25 @@ def sanitize_tool_call_history(messages: Sequence[Message], *, backfill: bool = 
             removed.extend(part)
             notes.append(f"sanitize: message {unit.start}: {problem}; removed {len(part)} message(s)")
     return SanitizeResult(out, removed, added, repaired, notes)
+
+
+def _is_legal(messages: Sequence[Message]) -> bool:
+    """True when every call is answered right after it and every result answers an open call."""
+    pending: set[str] = set()
+    for m in messages:
+        if m.role == "tool":
+            if m.tool_call_id not in pending:
+                return False
+            pending.discard(m.tool_call_id)
+            continue
+        if pending:
+            return False
+        if m.tool_calls:
+            ids = m.tool_call_ids
+            pending = set(ids)
+            if len(pending) != len(ids) or "" in pending:
+                return False
+    return not pending
 
 
 def _unit_problem(part: Sequence[Message]) -> str | None:

@@ -17,7 +17,7 @@ Never silently.
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from typing import Iterator, Literal, Sequence
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -74,10 +74,7 @@ class TokenBudget:
         def cost(unit: Unit) -> int:
             return sum(counter.count_message(m) for m in unit.slice(rest))
 
-        protected: list[Unit] = []
-        dynamic: list[Unit] = []
-        for u in units:
-            (protected if any(m.zone == "protected" for m in u.slice(rest)) else dynamic).append(u)
+        protected, dynamic, priorities = _classify(units, rest)
         pinned_tokens = counter.priming + sum(counter.count_message(m) for m in messages[:start])
         required = pinned_tokens + sum(cost(u) for u in protected)
         always = set(protected)
@@ -99,20 +96,30 @@ class TokenBudget:
             return messages
         kept = always | {current}
         remaining = budget - required - current_cost
-        for unit in self._order(dynamic, rest, current):
+        for unit in self._order(dynamic, priorities, current):
             unit_cost = cost(unit)
             if unit_cost > remaining:
                 break
             remaining -= unit_cost
             kept.add(unit)
-        return messages[:start] + [m for u in units if u in kept for m in u.slice(rest)]
+        return messages[:start] + [m for u in sorted(kept, key=_start) for m in u.slice(rest)]
 
-    def _order(self, dynamic: list[Unit], rest: list[Message], current: Unit) -> list[Unit]:
-        """Dynamic units in keep order: highest priority first, then newest (or oldest) first."""
-        others = [u for u in dynamic if u != current]
-        if not self.trim_from_start:
-            return sorted(others, key=lambda u: (-_priority(u, rest), u.start))
-        return sorted(others, key=lambda u: (-_priority(u, rest), -u.start))
+    def _order(self, dynamic: list[Unit], priorities: list[int], current: Unit) -> Iterator[Unit]:
+        """Dynamic units in keep order: highest priority first, then newest (or oldest) first.
+
+        Bucketed by priority (usually one bucket), so no sort over the history.
+        """
+        if min(priorities) == max(priorities):  # one priority: walk lazily, nothing older is touched
+            ordered = reversed(dynamic) if self.trim_from_start else iter(dynamic)
+            yield from (u for u in ordered if u is not current)
+            return
+        buckets: dict[int, list[Unit]] = {}
+        for unit, priority in zip(dynamic, priorities, strict=True):
+            if unit is not current:
+                buckets.setdefault(priority, []).append(unit)
+        for priority in sorted(buckets, reverse=True):
+            bucket = buckets[priority]
+            yield from (reversed(bucket) if self.trim_from_start else bucket)
 
     def _overflow(
         self, messages: list[Message], start: int, rest: list[Message], always: set[Unit],
@@ -127,9 +134,31 @@ class TokenBudget:
         log.warning("over_budget", filter=ctx.step_id, required=required, budget=budget)
         if ctx.report is not None:
             ctx.report.warnings.append(message + " (on_overflow: warn — sent without the conversation)")
-        return messages[:start] + [m for u in group_units(rest) if u in always for m in u.slice(rest)]
+        return messages[:start] + [m for u in sorted(always, key=_start) for m in u.slice(rest)]
 
 
-def _priority(unit: Unit, rest: Sequence[Message]) -> int:
-    """A unit is as important as its most important message."""
-    return max(m.priority for m in unit.slice(rest))
+def _start(unit: Unit) -> int:
+    return unit.start
+
+
+def _classify(units: list[Unit], rest: Sequence[Message]) -> tuple[list[Unit], list[Unit], list[int]]:
+    """Split units into protected and dynamic; a dynamic unit is as important as its top message."""
+    protected: list[Unit] = []
+    dynamic: list[Unit] = []
+    priorities: list[int] = []
+    for u in units:
+        if u.end - u.start == 1:  # the common case, without a generator per unit
+            m = rest[u.start]
+            if m.zone == "protected":
+                protected.append(u)
+            else:
+                dynamic.append(u)
+                priorities.append(m.priority)
+            continue
+        part = rest[u.start:u.end]
+        if any(m.zone == "protected" for m in part):
+            protected.append(u)
+        else:
+            dynamic.append(u)
+            priorities.append(max(m.priority for m in part))
+    return protected, dynamic, priorities
