@@ -244,29 +244,21 @@ def _repair_call_ids(messages: list[Message], repaired: list[str], notes: list[s
             continue
         declared = {c.id for c in m.tool_calls if c.id}
         results = []
-        for r in messages[i + 1:]:
-            if r.role != "tool":
-                break
-            if r.tool_call_id not in declared:
-                results.append(r)
+        j = i + 1
+        while j < len(messages) and messages[j].role == "tool":
+            if messages[j].tool_call_id not in declared:
+                results.append(messages[j])
+            j += 1
         blank = [c for c in m.tool_calls if not c.id]
         mapping = _pair_blank_calls(blank, results)
         if mapping is None:
             continue  # ambiguous: left broken, removed (or refused) below
-        calls = tuple(c.model_copy(update={"id": mapping[k]}) if not c.id else c for k, c in _blank_index(m.tool_calls))
+        fill = iter(mapping)
+        calls = tuple(c if c.id else c.model_copy(update={"id": next(fill)}) for c in m.tool_calls)
         messages[i] = m.model_copy(update={"tool_calls": calls})
         repaired.append(m.id)
         notes.append(f"sanitize: message {i}: repaired {len(blank)} missing tool call id(s) from the adjacent result(s)")
     return messages
-
-
-def _blank_index(calls: Sequence[ToolCall]) -> list[tuple[int, ToolCall]]:
-    out, k = [], 0
-    for c in calls:
-        out.append((k, c))
-        if not c.id:
-            k += 1
-    return out
 
 
 def _pair_blank_calls(blank: Sequence[ToolCall], results: Sequence[Message]) -> list[str] | None:

@@ -164,3 +164,28 @@ class TestLegalStart:
         s1, u1, s2, a1, u2 = system("s1"), human("u1"), system("s2"), ai("a1"), human("u2")
         result = legal_start([s1, s2, a1, u2], history=[s1, u1, s2, a1, u2], fits=lambda m: True)
         assert result.messages == [s1, u1, s2, a1, u2]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.test_budgeting_properties import histories  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories(), st.booleans())
+def test_sanitize_properties(msgs, backfill) -> None:
+    """Sanitizing gives a legal history (a subsequence plus placeholders) and is idempotent, or refuses the tail."""
+    try:
+        result = sanitize_tool_call_history(msgs, backfill=backfill)
+    except InvalidHistory as exc:
+        assert exc.index is not None and exc.index < len(msgs) and msgs[exc.index].role in ("assistant", "tool")
+        return
+    check_tool_pairing(result.messages)
+    source = iter(m.id for m in msgs)
+    added = {m.id for m in result.backfilled}
+    assert all(m.id in added or m.id in source for m in result.messages)
+    assert {m.id for m in result.removed}.isdisjoint(m.id for m in result.messages)
+    assert len(result.messages) == len(msgs) - len(result.removed) + len(result.backfilled)
+    again = sanitize_tool_call_history(result.messages, backfill=backfill)
+    assert again.messages == result.messages and not again.notes
