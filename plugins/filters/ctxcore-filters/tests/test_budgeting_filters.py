@@ -182,3 +182,20 @@ class TestTokenBudgetPrioritiesContract(FilterContract):
 
     def make_filter(self) -> TokenBudget:
         return TokenBudget(trim_from_start=False)
+
+
+from ctxcore.testing.budget_contracts import BudgetFilterContract  # noqa: E402
+
+
+class TestTokenBudgetBudgetContract(BudgetFilterContract):
+    """token_budget passes the budget-filter contract (within budget, protected kept, monotone)."""
+
+    def make_filter(self) -> TokenBudget:
+        return TokenBudget()
+
+
+class TestTokenBudgetFromEndBudgetContract(BudgetFilterContract):
+    """token_budget trimming the newest end passes it too."""
+
+    def make_filter(self) -> TokenBudget:
+        return TokenBudget(trim_from_start=False)
