@@ -159,3 +159,16 @@ class TestPipelineTarget:
         """reserve plus margin must be smaller than the window."""
         with pytest.raises(ConfigError, match="safety_margin"):
             Pipeline.from_string("version: 1\nmodel: {context_window: 100, reserve_output_tokens: 50, safety_margin: 50}\n", host=host)
+
+    def test_new_filters_from_yaml(self, host) -> None:
+        """merge_same_role and budget_hint are registered by name and configurable from YAML."""
+        p = Pipeline.from_string(
+            "version: 1\nmodel: {context_window: 2000}\nproviders:\n  - {type: static_prompt, text: Be brief.}\n  - history\n"
+            "filters:\n  - merge_same_role\n  - token_budget\n  - {type: budget_hint, template: 'used {used}/{total}'}\n",
+            host=host,
+        )
+        built = p.build({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]})
+        assert [m.role for m in built.messages] == ["system", "user", "user"]
+        assert built.messages[1].text == "a\n\nb"
+        assert built.messages[2].text == f"used {built.report.total_tokens}/2000"
+
