@@ -42,8 +42,18 @@ from ctxcore.presets import PromptRuntimeContext
 from ctxcore.plugins import PluginHost, PluginInfo
 from ctxcore.protocols import Checkpointer, Filter, MemoryStore, Provider, Summarizer, TokenCounter
 from ctxcore.registry import Component, Registry
+from ctxcore.render import to_anthropic, to_openai, validate_request
 from ctxcore.report import BuildReport, MessageRecord
-from ctxcore.transactions import Unit, check_tool_pairing, group_units
+from ctxcore.target import TargetSpec
+from ctxcore.transactions import (
+    LegalStart,
+    SanitizeResult,
+    Unit,
+    check_tool_pairing,
+    group_units,
+    legal_start,
+    sanitize_tool_call_history,
+)
 
 __version__ = "0.1.0"
 
@@ -66,6 +76,7 @@ __all__ = [
     "FilterContext",
     "ImageBlock",
     "InvalidHistory",
+    "LegalStart",
     "MemoryCorrupt",
     "MemoryItem",
     "MemoryService",
@@ -82,10 +93,12 @@ __all__ = [
     "Provider",
     "Registry",
     "PromptRuntimeContext",
+    "SanitizeResult",
     "StaleWrite",
     "StateMessageStore",
     "Step",
     "Summarizer",
+    "TargetSpec",
     "TextBlock",
     "TokenCounter",
     "ToolCall",
@@ -96,7 +109,12 @@ __all__ = [
     "group_units",
     "hookimpl",
     "human",
+    "legal_start",
+    "sanitize_tool_call_history",
     "system",
+    "to_anthropic",
+    "to_openai",
     "tool",
+    "validate_request",
     "__version__",
 ]

@@ -24,23 +24,28 @@ __all__ = ["ModelBudget", "CachedCounter", "FilterContext"]
 class ModelBudget:
     """The model's window and what must stay free for its reply.
 
-    ``max_input_tokens`` is what filters may fill: the window minus the reserved
-    output tokens.
+    ``max_input_tokens`` is what a request may fill: the window minus the
+    reserved output tokens minus a safety margin (headroom for a counter that
+    is not the provider's own tokenizer). The builder further subtracts the
+    tool schemas sent with the request before handing the rest to filters.
     """
 
     context_window: int
     reserve_output_tokens: int = 0
+    safety_margin: int = 0
 
     def __post_init__(self) -> None:
         if self.context_window <= 0:
             raise ValueError("context_window must be positive")
-        if not 0 <= self.reserve_output_tokens < self.context_window:
-            raise ValueError("reserve_output_tokens must be >= 0 and smaller than context_window")
+        if self.reserve_output_tokens < 0 or self.safety_margin < 0:
+            raise ValueError("reserve_output_tokens and safety_margin must be >= 0")
+        if self.reserve_output_tokens + self.safety_margin >= self.context_window:
+            raise ValueError("reserve_output_tokens plus safety_margin must be smaller than context_window")
 
     @property
     def max_input_tokens(self) -> int:
-        """Tokens available for the request's input."""
-        return self.context_window - self.reserve_output_tokens
+        """Tokens available for the request's input (messages, tool schemas, priming)."""
+        return self.context_window - self.reserve_output_tokens - self.safety_margin
 
 
 class CachedCounter:

@@ -20,8 +20,10 @@ from ctxcore.budget import CachedCounter, FilterContext, ModelBudget
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
 from ctxcore.messages import Message
 from ctxcore.protocols import TokenCounter
+from ctxcore.render import to_anthropic, validate_request
 from ctxcore.report import BuildReport, ComponentTiming
-from ctxcore.transactions import check_tool_pairing
+from ctxcore.target import TargetSpec
+from ctxcore.transactions import check_tool_pairing, legal_start, sanitize_tool_call_history
 
 __all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages"]
 
@@ -50,6 +52,10 @@ class BuiltContext:
     def to_openai(self) -> list[dict[str, Any]]:
         """The messages as OpenAI chat-completions dicts."""
         return [m.to_openai() for m in self.messages]
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The messages as an Anthropic Messages API body: ``system`` blocks and alternating ``messages``."""
+        return to_anthropic(self.messages)
 
 
 def coerce_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
@@ -104,6 +110,11 @@ class ContextBuilder:
         budget: the model budget (or a plain input-token limit) filters default to.
         hooks: a pluggy hook relay; ``on_build_complete`` is called once per build.
         check_pairing: refuse to return a request with unpaired tool calls/results.
+        target: the request rules (:class:`TargetSpec`): history sanitizing before
+            the filters, legal start and provider validation after them.
+        tools: tool schemas (OpenAI function-tool dicts) sent with every request;
+            their tokens are taken from the budget before the filters run. A
+            state's ``tools`` list is added per build.
         warnings: standing warnings copied into every report (e.g. optional
             components a pipeline could not create).
     """
@@ -117,6 +128,8 @@ class ContextBuilder:
         budget: ModelBudget | int | None = None,
         hooks: Any = None,
         check_pairing: bool = True,
+        target: TargetSpec | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
         warnings: Sequence[str] = (),
     ) -> None:
         if counter is None:
@@ -129,6 +142,8 @@ class ContextBuilder:
         self.budget: ModelBudget | None = budget
         self.hooks = hooks
         self.check_pairing = check_pairing
+        self.target = target or TargetSpec()
+        self.tools = list(tools)
         self.warnings = list(warnings)
         # step id -> {id(original): (original, copy with source set)}, from the last build
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
@@ -167,10 +182,14 @@ class ContextBuilder:
     def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Run every provider then every filter; return the messages and the report.
 
+        Order: providers, history sanitizing, filters, legal start, pairing check
+        and validation for the target provider, counting.
+
         Raises:
             ComponentError: a non-optional component raised.
             BudgetExceeded: a filter found the protected part alone over budget.
-            InvalidHistory: the result would pair tool calls and results illegally.
+            InvalidHistory: the current turn is a broken tool transaction, or the
+                result would break a rule of the target provider (``.index``).
         """
         state, runtime = state or {}, runtime or {}
         report = self._new_report()
@@ -185,7 +204,7 @@ class ContextBuilder:
                 self._component_failed(step, "provider", exc, report, started)
                 continue
             messages.extend(self._stamp(step, produced, report, started))
-        return self._finish(messages, runtime, report)
+        return self._finish(messages, state, runtime, report)
 
     async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Like :meth:`build`, awaiting providers' ``aget_messages`` concurrently."""
@@ -211,7 +230,7 @@ class ContextBuilder:
                 self._component_failed(step, "provider", produced, report, started)
                 continue
             messages.extend(self._stamp(step, produced, report, started))
-        return self._finish(messages, runtime, report)
+        return self._finish(messages, state, runtime, report)
 
     def transform(self, messages: Iterable[Message | Mapping[str, Any]], runtime: Mapping[str, Any] | None = None) -> list[Message]:
         """Run only the filters over ``messages`` (Messages or OpenAI dicts)."""
@@ -248,8 +267,11 @@ class ContextBuilder:
         report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(out)))
         return out
 
-    def _run_filters(self, messages: list[Message], runtime: Mapping[str, Any], report: BuildReport) -> list[Message]:
-        budget = self.budget.max_input_tokens if self.budget else None
+    def _run_filters(
+        self, messages: list[Message], runtime: Mapping[str, Any], report: BuildReport, budget: int | None = None
+    ) -> list[Message]:
+        if budget is None and self.budget is not None:
+            budget = self.budget.max_input_tokens
         for step in self.filters:
             ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
             started = time.perf_counter()
@@ -271,13 +293,74 @@ class ContextBuilder:
             messages = result
         return messages
 
-    def _finish(self, messages: list[Message], runtime: Mapping[str, Any], report: BuildReport) -> BuiltContext:
+    def _tool_tokens(self, state: Mapping[str, Any]) -> int:
+        tools = list(self.tools)
+        extra = state.get("tools")
+        if extra is not None:
+            if not isinstance(extra, (list, tuple)) or not all(isinstance(t, Mapping) for t in extra):
+                raise ValueError("state['tools'] must be a list of tool definitions (JSON objects)")
+            tools.extend(extra)
+        return self.counter.count_tools(tools) if tools else 0
+
+    def _sanitize(self, messages: list[Message], report: BuildReport) -> list[Message]:
+        if self.target.sanitize == "off":
+            return messages
+        result = sanitize_tool_call_history(messages, backfill=self.target.sanitize == "backfill")
+        if result.removed:
+            report.record_dropped(result.removed, by="sanitize")
+        for note in result.notes:
+            log.info("history_sanitized", detail=note)
+            report.warnings.append(note)
+        return result.messages
+
+    def _legal_start(self, messages: list[Message], history: list[Message], tool_tokens: int, report: BuildReport) -> list[Message]:
+        budget = self.budget.max_input_tokens if self.budget else None
+
+        def fits(m: Message) -> bool:  # only called when a recovery is possible
+            if budget is None:
+                return True
+            used = self.counter.count_messages(messages) + tool_tokens
+            return used + self.counter.count_message(m) <= budget
+
+        result = legal_start(messages, history=history if self.target.recover_user else None, fits=fits)
+        if result.dropped:
+            report.record_dropped(result.dropped, by="legal_start")
+        if result.recovered is not None:
+            report.record_recovered(result.recovered)
+            text = " ".join(result.recovered.text.split())
+            text = text if len(text) <= 60 else text[:59] + "…"
+            report.notes.append(f"legal_start recovered the earlier user message {text!r} so the request starts with the user")
+        return result.messages
+
+    def _finish(
+        self, messages: list[Message], state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
+    ) -> BuiltContext:
         origin = {m.id for m in messages}
-        messages = self._run_filters(messages, runtime, report)
+        tool_tokens = self._tool_tokens(state)
+        budget = None
+        if self.budget is not None:
+            budget = self.budget.max_input_tokens - tool_tokens
+            if budget < 0:
+                raise BudgetExceeded(
+                    f"the tool schemas alone need {tool_tokens} tokens but the input budget is "
+                    f"{self.budget.max_input_tokens}; send fewer tools or raise model.context_window",
+                    budget=self.budget.max_input_tokens, required=tool_tokens + self.counter.priming, report=report,
+                )
+        sanitized = self._sanitize(messages, report)
+        messages = self._run_filters(sanitized, runtime, report, budget)
+        if self.target.legal_start:
+            messages = self._legal_start(messages, sanitized, tool_tokens, report)
         if self.check_pairing:
             check_tool_pairing(messages)
+        if self.target.validate_request:
+            validate_request(messages, self.target.provider)
         tokens = [self.counter.count_message(m) for m in messages]
-        report.total_tokens = sum(tokens) + self.counter.priming
+        report.tool_tokens = tool_tokens
+        report.total_tokens = sum(tokens) + self.counter.priming + tool_tokens
+        if report.budget is not None and report.total_tokens > report.budget:
+            report.warnings.append(
+                f"the request needs {report.total_tokens} tokens, over the {report.budget}-token input budget"
+            )
         report.record_output(messages, tokens, added_ids={m.id for m in messages if m.id not in origin})
         # This build's share of the cache traffic (the cache outlives builds).
         report.cache_hits = self.counter.hits - report._cache_start[0]

@@ -232,8 +232,10 @@ def build(ctx: click.Context, file: str | None, preset: str | None, state_file: 
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
     if explain:
         from ctxcore._explain import print_report
+        from ctxcore.cli_explain import print_explain
 
         print_report(built.report)
+        print_explain(built.report)
 
 
 # -------------------------------------------------------------------- count
@@ -279,8 +281,13 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Run the imported module's group: `python -m ctxcore.cli` executes this file as
+    # __main__, and the cli_* modules below register their commands on ctxcore.cli.
+    from ctxcore.cli import main as _main
+
+    _main()
 
 
 from ctxcore import cli_presets as _cli_presets  # noqa: E402,F401
 from ctxcore import cli_memory as _cli_memory  # noqa: E402,F401
+from ctxcore import cli_explain as _cli_explain  # noqa: E402,F401

@@ -24,6 +24,7 @@ from ctxcore.errors import ConfigError, ConfigIssue
 from ctxcore.plugins import PluginHost, default_host
 from ctxcore.prompts import PipelineContext, PromptTexts, use_pipeline_context
 from ctxcore.registry import Component, ComponentConflict, UnknownComponent
+from ctxcore.target import TargetSpec
 
 __all__ = ["ModelSpec", "StepSpec", "PipelineSpec", "Pipeline", "DEFAULT_COUNTER"]
 
@@ -42,13 +43,14 @@ class ModelSpec(BaseModel):
 
     context_window: PositiveInt = 128_000
     reserve_output_tokens: int = Field(default=0, ge=0)
+    safety_margin: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _reserve_fits(self) -> ModelSpec:
-        if self.reserve_output_tokens >= self.context_window:
+        if self.reserve_output_tokens + self.safety_margin >= self.context_window:
             raise ValueError(
-                f"reserve_output_tokens ({self.reserve_output_tokens}) must be smaller than "
-                f"context_window ({self.context_window}), or nothing is left for the input"
+                f"reserve_output_tokens ({self.reserve_output_tokens}) plus safety_margin ({self.safety_margin}) "
+                f"must be smaller than context_window ({self.context_window}), or nothing is left for the input"
             )
         return self
 
@@ -86,6 +88,7 @@ class PipelineSpec(BaseModel):
     name: str = "pipeline"
     description: str | None = None
     model: ModelSpec = Field(default_factory=ModelSpec)
+    target: TargetSpec = Field(default_factory=TargetSpec)
     counter: StepSpec | None = None
     providers: list[StepSpec] = Field(default_factory=list)
     filters: list[StepSpec] = Field(default_factory=list)
@@ -195,7 +198,8 @@ class Pipeline:
     @property
     def budget(self) -> ModelBudget:
         """The model budget the pipeline declares."""
-        return ModelBudget(self.spec.model.context_window, self.spec.model.reserve_output_tokens)
+        model = self.spec.model
+        return ModelBudget(model.context_window, model.reserve_output_tokens, model.safety_margin)
 
     def builder(self) -> ContextBuilder:
         """The compiled builder (created once; its count cache is reused by every build)."""
@@ -241,6 +245,7 @@ class Pipeline:
             created.get("filters", []),
             counter,
             budget=self.budget,
+            target=self.spec.target,
             hooks=self.host.hook,
             warnings=self.warnings,
         )
@@ -294,6 +299,8 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
         return list(ModelSpec.model_fields)
     if len(loc) == 2 and loc[0] == "prompts":
         return list(PromptTexts.model_fields)
+    if len(loc) == 2 and loc[0] == "target":
+        return [f.alias or name for name, f in TargetSpec.model_fields.items()]
     return []
 
 

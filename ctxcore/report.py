@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ctxcore.messages import Message
+from ctxcore.transactions import group_units
 
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.budget import CachedCounter
@@ -45,6 +46,7 @@ class MessageRecord:
     preview: str = ""
     stage: str | None = None
     into: str | None = None
+    unit_start: bool = True  # False for a tool result dropped together with its call
 
 
 @dataclass(frozen=True)
@@ -88,15 +90,26 @@ class BuildReport:
     cache_hits: int = 0  # count-cache hits during this build
     cache_misses: int = 0  # messages tokenized during this build
     compressions: list[Compression] = field(default_factory=list)
+    tool_tokens: int = 0  # tool schemas sent with the request (part of total_tokens)
+    notes: list[str] = field(default_factory=list)  # decisions worth reading (repairs, recoveries)
     _records: list[MessageRecord] = field(default_factory=list, repr=False)
-    _dropped: list[tuple[Message, str]] = field(default_factory=list, repr=False)
+    _dropped: list[tuple[list[Message], str]] = field(default_factory=list, repr=False)
     _counter: CachedCounter | None = field(default=None, repr=False)
     _cache_start: tuple[int, int] = field(default=(0, 0), repr=False)
 
     # ------------------------------------------------------------ recording
     def record_dropped(self, messages: list[Message], by: str) -> None:
-        """Note that filter ``by`` removed ``messages`` (counted lazily)."""
-        self._dropped.extend((m, by) for m in messages)
+        """Note that filter ``by`` removed ``messages`` (counted lazily).
+
+        ``messages`` are in input order, so a dropped tool unit is contiguous
+        here too: its results are marked as not starting a unit.
+        """
+        self._dropped.append((list(messages), by))
+
+    def record_recovered(self, message: Message) -> None:
+        """Forget an earlier drop of ``message``: a later step put it back."""
+        self._dropped = [([m for m in batch if m.id != message.id], by) for batch, by in self._dropped]
+        self._records = [r for r in self._records if not (r.fate == "dropped" and r.id == message.id)]
 
     def record_compression(
         self,
@@ -130,17 +143,19 @@ class BuildReport:
         if self._dropped:
             counter = self._counter
             replaced = {i: c for c in self.compressions for i in c.original_ids}
-            for m, by in self._dropped:
-                tokens = counter.count_message(m) if counter is not None else None
-                c = replaced.get(m.id)
-                fate: Fate = "compressed" if c is not None and c.stage != "trim" else "dropped"
-                self._records.append(
-                    MessageRecord(
-                        id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
-                        fate=fate, tokens=tokens, by=by, preview=_preview(m),
-                        stage=c.stage if c else None, into=c.new_id if c else None,
+            for batch, by in self._dropped:
+                starts = {u.start for u in group_units(batch)}
+                for k, m in enumerate(batch):
+                    tokens = counter.count_message(m) if counter is not None else None
+                    c = replaced.get(m.id)
+                    fate: Fate = "compressed" if c is not None and c.stage != "trim" else "dropped"
+                    self._records.append(
+                        MessageRecord(
+                            id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
+                            fate=fate, tokens=tokens, by=by, preview=_preview(m), unit_start=k in starts,
+                            stage=c.stage if c else None, into=c.new_id if c else None,
+                        )
                     )
-                )
             self._dropped = []
         return self._records
 
@@ -187,6 +202,7 @@ class BuildReport:
             "budget": self.budget,
             "total_tokens": self.total_tokens,
             "utilization": self.utilization,
+            "tool_tokens": self.tool_tokens,
             "cache": {"hits": self.cache_hits, "misses": self.cache_misses},
             "messages": [asdict(r) for r in self.records],
             "by_source": self.totals_by("source"),
@@ -194,6 +210,7 @@ class BuildReport:
             "compressions": [asdict(c) for c in self.compressions],
             "timings": [asdict(t) for t in self.timings],
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
         }
 
 

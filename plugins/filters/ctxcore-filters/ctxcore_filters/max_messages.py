@@ -7,6 +7,10 @@ A tool-call unit (an assistant call with its results) is never split: the window
 non-pinned messages — except that the newest unit is always kept, even alone
 larger than N, because the current tool round cannot be dropped. ``max_messages:
 0`` is the one exception to that exception: it keeps only the pinned prefix.
+
+Protected units (holding a ``zone: protected`` message: rules, permanent
+memory, skills) are never trimmed: they are kept wherever they are and do not
+count towards N, which counts the dynamic messages.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore.budget import FilterContext
 from ctxcore.messages import Message
-from ctxcore.transactions import group_units, pinned_prefix_length
+from ctxcore.transactions import Unit, group_units, pinned_prefix_length
 
 
 class MaxMessagesConfig(BaseModel):
@@ -39,17 +43,26 @@ class MaxMessages:
         self.pinned_roles = tuple(pinned_roles)
 
     def apply(self, messages: Sequence[Message], ctx: FilterContext | None = None) -> list[Message]:
-        """Return the pinned prefix plus the newest whole units within the message limit."""
+        """Return the pinned prefix, the protected units and the newest whole units within the message limit."""
         messages = list(messages)
         start = pinned_prefix_length(messages, self.pinned_roles)
         rest = messages[start:]
-        if len(rest) <= self.max_messages:
+        units = group_units(rest)
+        kept: set[Unit] = set()
+        dynamic: list[Unit] = []
+        for u in units:
+            if any(m.zone == "protected" for m in u.slice(rest)):
+                kept.add(u)
+            else:
+                dynamic.append(u)
+        if sum(len(u) for u in dynamic) <= self.max_messages:
             return messages
-        kept_from, taken = len(rest), 0
-        for unit in reversed(group_units(rest)):
+        taken = 0
+        for unit in reversed(dynamic):
             if self.max_messages == 0 or (taken and taken + len(unit) > self.max_messages):
                 break
-            kept_from, taken = unit.start, taken + len(unit)
+            kept.add(unit)
+            taken += len(unit)
             if taken >= self.max_messages:
                 break
-        return messages[:start] + rest[kept_from:]
+        return messages[:start] + [m for u in units if u in kept for m in u.slice(rest)]

@@ -1,12 +1,14 @@
-"""Entry point of ctxcore-filters: registers ``max_messages``, ``token_budget`` and ``compaction``."""
+"""Entry point of ctxcore-filters: registers the budgeting filters and the compaction ladder."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ctxcore import hookimpl
+from ctxcore_filters.budget_hint import BudgetHint, BudgetHintConfig
 from ctxcore_filters.compaction_config import CompactionConfig
 from ctxcore_filters.max_messages import MaxMessages, MaxMessagesConfig
+from ctxcore_filters.merge_same_role import MergeSameRole, MergeSameRoleConfig
 from ctxcore_filters.token_budget import TokenBudget, TokenBudgetConfig
 
 
@@ -24,12 +26,24 @@ def _compaction(config: CompactionConfig) -> Any:
     return Compaction(config)
 
 
+def _merge_same_role(config: MergeSameRoleConfig) -> MergeSameRole:
+    return MergeSameRole(config.roles, config.separator)
+
+
+def _budget_hint(config: BudgetHintConfig) -> BudgetHint:
+    return BudgetHint(config.max_tokens, config.role, config.template)
+
+
 @hookimpl
 def register_filters(register: Any) -> None:
-    """Offer the message-count, token-budget and compaction filters."""
+    """Offer the message-count, token-budget, merge and budget-hint filters."""
     register("max_messages", _max_messages, config=MaxMessagesConfig,
              description="Pinned prefix plus the newest N messages, by whole tool-call units.")
     register("token_budget", _token_budget, config=TokenBudgetConfig,
-             description="Drop whole units from the old end until the request fits the token budget.")
+             description="Drop whole units, lowest priority and oldest first, until the request fits the token budget.")
+    register("merge_same_role", _merge_same_role, config=MergeSameRoleConfig,
+             description="Merge consecutive messages of the same role (for providers that reject them).")
+    register("budget_hint", _budget_hint, config=BudgetHintConfig,
+             description="Append a message telling the model its budget: total, used, remaining, pressure.")
     register("compaction", _compaction, config=CompactionConfig,
              description="Progressive ladder (tool results, trim, summarize, consolidate) between water marks.")

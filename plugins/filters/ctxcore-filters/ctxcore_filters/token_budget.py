@@ -1,20 +1,23 @@
-"""``token_budget``: drop whole units from the old end until the request fits.
+"""``token_budget``: drop whole units, lowest priority and oldest first, until the request fits.
 
-The pinned prefix (leading system messages) is always kept. From the newest end
-(``trim_from_start: true``, the default) or the oldest end, units are counted one
-by one and kept while they fit; counting stops at the first unit that does not,
-so a build never tokenizes history it is about to drop. The kept window is
-contiguous: a smaller older unit is not pulled in past a gap.
+Always kept: the pinned prefix (leading system messages), every unit holding a
+protected message (``zone: protected``: rules, permanent memory, skills) and
+the current turn (the newest dynamic unit). The other dynamic units are kept in
+order of priority (highest first) and, within a priority, newest first
+(``trim_from_start: true``, the default) or oldest first; counting stops at the
+first unit that does not fit, so a build never tokenizes history it is about to
+drop, and within a priority the kept window is contiguous. With equal
+priorities this is "keep the newest units that fit".
 
-Overflow: when the pinned prefix alone, or the pinned prefix plus the newest
-unit (the current turn), does not fit, ``on_overflow: raise`` (default) raises
-:class:`BudgetExceeded` carrying the report; ``warn`` returns the pinned prefix
-only and records a warning. Never silently.
+Overflow: when the always-kept part does not fit, ``on_overflow: raise``
+(default) raises :class:`BudgetExceeded` carrying the report; ``warn`` returns
+the pinned prefix and the protected units, over budget, and records a warning.
+Never silently.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from typing import Iterator, Literal, Sequence
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ctxcore.budget import FilterContext
 from ctxcore.errors import BudgetExceeded
 from ctxcore.messages import Message
-from ctxcore.transactions import group_units, pinned_prefix_length
+from ctxcore.transactions import Unit, group_units, pinned_prefix_length
 
 log = structlog.get_logger("ctxcore_filters.token_budget")
 
@@ -43,7 +46,7 @@ class TokenBudgetConfig(BaseModel):
 
 
 class TokenBudget:
-    """Keeps the pinned prefix and as many whole units as fit the token budget."""
+    """Keeps the pinned prefix, the protected units and as many other whole units as fit."""
 
     def __init__(
         self,
@@ -58,40 +61,70 @@ class TokenBudget:
         self.on_overflow = on_overflow
 
     def apply(self, messages: Sequence[Message], ctx: FilterContext) -> list[Message]:
-        """Return the pinned prefix plus the units that fit; overflow if not even one unit fits."""
+        """Return the always-kept part plus the units that fit; overflow if the always-kept part does not."""
         budget = self.max_tokens if self.max_tokens is not None else ctx.budget
         if budget is None:
             raise ValueError("no token budget: set max_tokens or the pipeline's model.context_window")
         counter = ctx.counter
         messages = list(messages)
         start = pinned_prefix_length(messages, self.pinned_roles)
-        pinned_tokens = counter.priming + sum(counter.count_message(m) for m in messages[:start])
-        if pinned_tokens > budget:
-            detail = f"the pinned prefix alone needs {pinned_tokens} tokens"
-            return self._overflow(messages[:start], pinned_tokens, budget, ctx, detail)
         rest = messages[start:]
         units = group_units(rest)
-        remaining = budget - pinned_tokens
-        order = reversed(units) if self.trim_from_start else iter(units)
-        kept = []
-        cost = 0
-        for unit in order:
-            cost = sum(counter.count_message(m) for m in unit.slice(rest))
-            if cost > remaining:
-                break
-            remaining -= cost
-            kept.append(unit)
-        if not kept:
-            if not units:
-                return messages[:start]
-            end = "newest" if self.trim_from_start else "oldest"
-            detail = f"the pinned prefix ({pinned_tokens} tokens) plus the {end} unit ({cost} tokens) need {pinned_tokens + cost}"
-            return self._overflow(messages[:start], pinned_tokens + cost, budget, ctx, detail)
-        lo = min(u.start for u in kept)
-        hi = max(u.end for u in kept)
-        return messages[:start] + rest[lo:hi]
 
-    def _overflow(self, pinned: list[Message], required: int, budget: int, ctx: FilterContext, detail: str) -> list[Message]:
+        def cost(unit: Unit) -> int:
+            return sum(counter.count_message(m) for m in unit.slice(rest))
+
+        protected, dynamic, priorities = _classify(units, rest)
+        pinned_tokens = counter.priming + sum(counter.count_message(m) for m in messages[:start])
+        required = pinned_tokens + sum(cost(u) for u in protected)
+        always = set(protected)
+        current = (dynamic[-1] if self.trim_from_start else dynamic[0]) if dynamic else None
+        current_cost = cost(current) if current is not None else 0
+        if required + current_cost > budget:
+            # ``required`` in the error is everything that must fit, so a caller
+            # raising the budget by the shortfall gets a request that fits.
+            what = "the pinned prefix" if not protected else "the pinned prefix and the protected messages"
+            end = "newest" if self.trim_from_start else "oldest"
+            if required > budget:
+                detail = f"{what} alone need{'' if protected else 's'} {required} tokens"
+                if current is not None:
+                    detail += f" ({required + current_cost} with the {end} unit)"
+            else:
+                detail = f"{what} ({required} tokens) plus the {end} unit ({current_cost} tokens) need {required + current_cost}"
+            return self._overflow(messages, start, rest, always, required + current_cost, budget, ctx, detail)
+        if current is None:
+            return messages
+        kept = always | {current}
+        remaining = budget - required - current_cost
+        for unit in self._order(dynamic, priorities, current):
+            unit_cost = cost(unit)
+            if unit_cost > remaining:
+                break
+            remaining -= unit_cost
+            kept.add(unit)
+        return messages[:start] + [m for u in sorted(kept, key=_start) for m in u.slice(rest)]
+
+    def _order(self, dynamic: list[Unit], priorities: list[int], current: Unit) -> Iterator[Unit]:
+        """Dynamic units in keep order: highest priority first, then newest (or oldest) first.
+
+        Bucketed by priority (usually one bucket), so no sort over the history.
+        """
+        if min(priorities) == max(priorities):  # one priority: walk lazily, nothing older is touched
+            ordered = reversed(dynamic) if self.trim_from_start else iter(dynamic)
+            yield from (u for u in ordered if u is not current)
+            return
+        buckets: dict[int, list[Unit]] = {}
+        for unit, priority in zip(dynamic, priorities, strict=True):
+            if unit is not current:
+                buckets.setdefault(priority, []).append(unit)
+        for priority in sorted(buckets, reverse=True):
+            bucket = buckets[priority]
+            yield from (reversed(bucket) if self.trim_from_start else bucket)
+
+    def _overflow(
+        self, messages: list[Message], start: int, rest: list[Message], always: set[Unit],
+        required: int, budget: int, ctx: FilterContext, detail: str,
+    ) -> list[Message]:
         message = (
             f"{detail} but the budget is {budget} (filter '{ctx.step_id}'); "
             "shorten the system prompt or the current turn, or raise model.context_window"
@@ -101,4 +134,31 @@ class TokenBudget:
         log.warning("over_budget", filter=ctx.step_id, required=required, budget=budget)
         if ctx.report is not None:
             ctx.report.warnings.append(message + " (on_overflow: warn — sent without the conversation)")
-        return pinned
+        return messages[:start] + [m for u in sorted(always, key=_start) for m in u.slice(rest)]
+
+
+def _start(unit: Unit) -> int:
+    return unit.start
+
+
+def _classify(units: list[Unit], rest: Sequence[Message]) -> tuple[list[Unit], list[Unit], list[int]]:
+    """Split units into protected and dynamic; a dynamic unit is as important as its top message."""
+    protected: list[Unit] = []
+    dynamic: list[Unit] = []
+    priorities: list[int] = []
+    for u in units:
+        if u.end - u.start == 1:  # the common case, without a generator per unit
+            m = rest[u.start]
+            if m.zone == "protected":
+                protected.append(u)
+            else:
+                dynamic.append(u)
+                priorities.append(m.priority)
+            continue
+        part = rest[u.start:u.end]
+        if any(m.zone == "protected" for m in part):
+            protected.append(u)
+        else:
+            dynamic.append(u)
+            priorities.append(max(m.priority for m in part))
+    return protected, dynamic, priorities

@@ -50,9 +50,11 @@ class TestMaxMessages:
         assert MaxMessages(0).apply(msgs) == msgs[:1]
 
     def test_pinned_roles_configurable(self) -> None:
-        """With no pinned roles the system prompt counts like any message."""
-        msgs = [system("s"), human("u"), ai("a")]
+        """With no pinned roles a dynamic system message counts like any message (a protected one is still kept)."""
+        msgs = [system("s", zone="dynamic"), human("u"), ai("a")]
         assert MaxMessages(2, pinned_roles=()).apply(msgs) == msgs[1:]
+        protected = [system("s"), human("u"), ai("a")]
+        assert MaxMessages(1, pinned_roles=()).apply(protected) == [protected[0], protected[2]]
 
     def test_negative_rejected(self) -> None:
         """A negative limit is a configuration error."""

@@ -1,0 +1,228 @@
+"""Renderers and request validators: ctxcore messages -> what a provider accepts.
+
+``to_openai`` gives chat-completions messages; ``to_anthropic`` gives the
+Messages API's ``system`` blocks and ``messages`` (``tool_use`` /
+``tool_result`` blocks, strict user/assistant alternation, first message from
+the user). ``validate_request`` checks the rules each provider enforces and
+raises :class:`InvalidHistory` naming the offending input index, so a request
+that would be rejected is refused locally instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Literal, Mapping, Sequence
+
+from ctxcore.errors import InvalidHistory
+from ctxcore.messages import FileBlock, ImageBlock, Message, TextBlock
+
+__all__ = ["TargetProvider", "PROVIDERS", "to_openai", "to_anthropic", "validate_request"]
+
+TargetProvider = Literal["openai", "anthropic"]
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
+
+# Anthropic's pattern for tool_use ids.
+_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+_DATA_URL = re.compile(r"^data:(?P<type>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$", re.DOTALL)
+
+
+def _coerce(messages: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
+    out = []
+    for i, m in enumerate(messages):
+        if isinstance(m, Message):
+            out.append(m)
+            continue
+        try:
+            out.append(Message.from_openai(m))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise InvalidHistory(f"not a chat message: {exc}", index=i) from exc
+    return out
+
+
+# ------------------------------------------------------------------ openai
+def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """The messages as OpenAI chat-completions dicts (one per message, in order)."""
+    return [m.to_openai() for m in messages]
+
+
+# --------------------------------------------------------------- anthropic
+def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> dict[str, Any]:
+    """The messages as an Anthropic Messages API request body (``system`` + ``messages``).
+
+    System messages, wherever they are, become the ``system`` text blocks in
+    order (they are trusted by construction). Tool results become
+    ``tool_result`` blocks of a user message; consecutive same-role messages are
+    merged so roles alternate strictly. Blank text blocks are left out and an
+    assistant message with nothing left is omitted. Run :func:`validate_request`
+    with ``provider="anthropic"`` to know the result is accepted.
+    """
+    system, rendered, _ = _render_anthropic(_coerce(messages))
+    body: dict[str, Any] = {"messages": rendered}
+    if system:
+        body["system"] = system
+    return body
+
+
+def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int]]:
+    """(system blocks, alternating messages, index of the first input message of each)."""
+    system: list[dict[str, Any]] = []
+    rendered: list[dict[str, Any]] = []
+    origins: list[int] = []
+    for index, m in enumerate(messages):
+        if m.role == "system":
+            system.extend(b for b in _blocks(m) if b["type"] == "text")
+            continue
+        if m.role == "tool":
+            role = "user"
+            blocks = [_tool_result(m)]
+        else:
+            role = m.role
+            blocks = _blocks(m)
+            if m.role == "assistant":
+                blocks.extend(_tool_use(c.id, c.name, c.arguments) for c in m.tool_calls)
+        if not blocks:
+            if role == "assistant":
+                continue
+            blocks = [{"type": "text", "text": ""}]  # kept so validation can name it
+        if rendered and rendered[-1]["role"] == role:
+            rendered[-1]["content"].extend(blocks)
+        else:
+            rendered.append({"role": role, "content": blocks})
+            origins.append(index)
+    return system, rendered, origins
+
+
+def _blocks(m: Message) -> list[dict[str, Any]]:
+    content = m.content
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content.strip() else []
+    out: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            if b.text.strip():
+                out.append({"type": "text", "text": b.text})
+        elif isinstance(b, ImageBlock):
+            out.append({"type": "image", "source": _source(b.url)})
+        elif isinstance(b, FileBlock):
+            if b.file_id:
+                out.append({"type": "document", "source": {"type": "file", "file_id": b.file_id}})
+            else:
+                out.append({"type": "document", "source": {
+                    "type": "base64", "media_type": "application/pdf", "data": b.file_data or ""}})
+    return out
+
+
+def _source(url: str) -> dict[str, Any]:
+    match = _DATA_URL.match(url)
+    if match:
+        return {"type": "base64", "media_type": match["type"], "data": match["data"]}
+    return {"type": "url", "url": url}
+
+
+def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError:
+        parsed = None
+    return {"type": "tool_use", "id": call_id, "name": name, "input": parsed}
+
+
+def _tool_result(m: Message) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id}
+    content = _blocks(m)
+    if content:
+        block["content"] = content
+    return block
+
+
+# -------------------------------------------------------------- validation
+def validate_request(messages: Iterable[Message | Mapping[str, Any]], provider: str = "openai") -> None:
+    """Raise :class:`InvalidHistory` (with ``.index``) unless ``provider`` accepts ``messages``.
+
+    Both providers: every tool result answers a call of the assistant message
+    right before it (parallel results in any order), every call is answered
+    before the next other message, call ids are present and unique per message.
+    OpenAI: user/system/tool content present, images and files only in user
+    messages, an assistant message has content or tool calls. Anthropic: at
+    least one user message, the first non-system message is from the user
+    (never a tool result), no empty user message, tool arguments a JSON object,
+    ids matching ``[a-zA-Z0-9_-]+``, images only from the user or in tool results.
+    """
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
+    items = _coerce(messages)
+    _check_pairing(items)
+    if provider == "openai":
+        _check_openai(items)
+    else:
+        _check_anthropic(items)
+
+
+def _check_pairing(items: Sequence[Message]) -> None:
+    pending: dict[str, int] = {}
+    for index, m in enumerate(items):
+        if m.role == "tool":
+            if m.tool_call_id not in pending:
+                raise InvalidHistory(
+                    f"tool result for call {m.tool_call_id!r} does not answer a call of the assistant message before it",
+                    index=index,
+                )
+            del pending[m.tool_call_id]
+            continue
+        if pending:
+            call_id, at = next(iter(pending.items()))
+            raise InvalidHistory(f"tool call {call_id!r} is not answered before message {index}", index=at)
+        if m.role == "assistant" and m.tool_calls:
+            ids = m.tool_call_ids
+            if "" in ids:
+                raise InvalidHistory("a tool call has no id", index=index)
+            if len(set(ids)) != len(ids):
+                raise InvalidHistory("tool call ids repeat within one message", index=index)
+            pending = {call_id: index for call_id in ids}
+    if pending:
+        call_id, at = next(iter(pending.items()))
+        raise InvalidHistory(f"tool call {call_id!r} is never answered", index=at)
+
+
+def _kinds(m: Message) -> set[str]:
+    if m.content is None or isinstance(m.content, str):
+        return {"text"}
+    return {b.type for b in m.content}
+
+
+def _check_openai(items: Sequence[Message]) -> None:
+    for index, m in enumerate(items):
+        if m.role in ("user", "system", "tool") and m.content is None:
+            raise InvalidHistory(f"OpenAI requires content in a {m.role} message", index=index)
+        if m.role == "assistant" and m.content is None and not m.tool_calls:
+            raise InvalidHistory("OpenAI requires an assistant message to have content or tool calls", index=index)
+        if m.role != "user" and _kinds(m) - {"text"}:
+            raise InvalidHistory(f"OpenAI accepts images and files only in user messages, not in a {m.role} message", index=index)
+
+
+def _check_anthropic(items: Sequence[Message]) -> None:
+    first = next((k for k, m in enumerate(items) if m.role != "system"), None)
+    if first is None:
+        raise InvalidHistory("Anthropic requires at least one user message; the request has only system messages")
+    if items[first].role != "user":
+        raise InvalidHistory(
+            f"Anthropic requires the first message after the system prompt to come from the user, not {items[first].role!r}",
+            index=first,
+        )
+    for index, m in enumerate(items):
+        if m.role in ("system", "assistant") and _kinds(m) - {"text"}:
+            raise InvalidHistory(f"Anthropic accepts images and files only from the user, not in a {m.role} message", index=index)
+        if m.role == "user" and not _blocks(m):
+            raise InvalidHistory("Anthropic rejects a user message with empty content", index=index)
+        for call in m.tool_calls:
+            if not _ANTHROPIC_ID.match(call.id):
+                raise InvalidHistory(f"tool call id {call.id!r} does not match Anthropic's [a-zA-Z0-9_-]+", index=index)
+            if not isinstance(_tool_use(call.id, call.name, call.arguments)["input"], dict):
+                raise InvalidHistory(f"tool call {call.id!r}: Anthropic requires the arguments to be a JSON object", index=index)
+    _, rendered, origins = _render_anthropic(items)
+    for k in range(1, len(rendered)):  # guaranteed by the merge; checked so a regression cannot ship
+        if rendered[k]["role"] == rendered[k - 1]["role"]:  # pragma: no cover
+            raise InvalidHistory("roles do not alternate", index=origins[k])
