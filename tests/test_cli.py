@@ -130,7 +130,8 @@ class TestBuild:
         assert report["budget"] == 800 and report["total_tokens"] <= 800
         dropped = [m for m in report["messages"] if m["fate"] == "dropped"]
         assert dropped and all(m["by"] in ("token_budget", "legal_start") and m["tokens"] > 0 for m in dropped)
-        assert payload["messages"][1]["role"] == "user", "the legal start makes the user speak first"
+        first_turn = next(m for m in payload["messages"] if m["role"] != "system")
+        assert first_turn["role"] == "user", "the legal start makes the user speak first"
         assert "by source" in result.stderr and "token_budget" in result.stderr
 
     def test_budget_exceeded_is_a_clear_error(self, tmp_path) -> None:

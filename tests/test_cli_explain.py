@@ -58,7 +58,8 @@ class TestExplainCommand:
                 {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
         ]}))
         result = ctx("explain", str(BUDGETING), "--state", str(state))
-        assert result.returncode == 1 and "InvalidHistory: message 2" in result.stderr and "current turn" in result.stderr
+        # The index is the position in the assembled request: prompt, history semantics, user, assistant.
+        assert result.returncode == 1 and "InvalidHistory: message 3" in result.stderr and "current turn" in result.stderr
 
 
 def _record(fate: str, tokens: int, role: str = "user", by: str | None = None, unit_start: bool = True) -> MessageRecord:
