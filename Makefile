@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PACKAGES := -e . $(foreach p,$(wildcard plugins/*/*/pyproject.toml),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test lint clean bench-counters
 
 install: $(STAMP)
 
@@ -31,6 +31,10 @@ lint: install
 	$(VENV)/bin/ruff check --select F,E9,B --target-version py310 --output-format concise ctxcore plugins tests bench
 	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
 	$(foreach p,$(wildcard plugins/*/*/pyproject.toml),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
+
+# Accuracy table of the approximate counter against the real tokenizers (docs/counters.md).
+bench-counters: install
+	$(PY) bench/counter_accuracy.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""HuggingFace token counter for ctxcore (``huggingface``)."""

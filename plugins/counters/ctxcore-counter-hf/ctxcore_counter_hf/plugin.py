@@ -1,0 +1,1 @@
+"""Entry point of ctxcore-counter-hf (filled in below)."""
