@@ -47,17 +47,17 @@ def chunks(text: str, size: int = 800) -> list[str]:
 def fit(rows: list[tuple[list[float], float, float]], start: list[float], free: list[int], sweeps: int = 400) -> list[float]:
     """Non-negative weighted least squares by coordinate descent: rows are (x, y, weight)."""
     b = list(start)
-    resid = [y - sum(xi * bi for xi, bi in zip(x, b)) for x, y, _ in rows]
+    resid = [y - sum(xi * bi for xi, bi in zip(x, b, strict=True)) for x, y, _ in rows]
     for _ in range(sweeps):
         for j in free:
-            num = sum(w * x[j] * r for (x, _, w), r in zip(rows, resid))
+            num = sum(w * x[j] * r for (x, _, w), r in zip(rows, resid, strict=True))
             den = sum(w * x[j] * x[j] for x, _, w in rows)
             if den == 0:
                 continue
             new = max(0.0, b[j] + num / den)
             delta = new - b[j]
             if delta:
-                resid = [r - delta * x[j] for (x, _, _), r in zip(rows, resid)]
+                resid = [r - delta * x[j] for (x, _, _), r in zip(rows, resid, strict=True)]
                 b[j] = new
     return b
 

@@ -91,7 +91,8 @@ class MessageCounter(ABC):
         if self.image_tokens is not None:
             return self.image_tokens
         size = image_size(block) if block.detail != "low" else None
-        return openai_image_tokens(*(size or (None, None)), detail=block.detail)
+        width, height = size if size else (None, None)
+        return openai_image_tokens(width, height, block.detail)
 
     def count_messages(self, messages: Sequence[Message]) -> int:
         """Tokens of a request: every message plus the reply priming."""

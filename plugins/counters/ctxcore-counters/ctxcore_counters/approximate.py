@@ -173,7 +173,7 @@ def estimate(text: str, rates: Rates) -> int:
     """The rounded-up weighted sum of ``text``'s features."""
     if not text:
         return 0
-    return math.ceil(sum(v * r for v, r in zip(features(text), rates.values)))
+    return math.ceil(sum(v * r for v, r in zip(features(text), rates.values, strict=True)))
 
 
 class ApproximateCounter(MessageCounter):
