@@ -34,7 +34,7 @@ lint: install
 
 # Accuracy table of the approximate counter against the real tokenizers (docs/counters.md).
 bench-counters: install
-	$(PY) bench/counter_accuracy.py
+	$(PY) bench/counter_accuracy.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -9,7 +9,7 @@ squared error, every corpus weighted equally. The fitted rates are multiplied by
 ``--margin`` so the estimate errs on the high side, then printed as the
 ``RATES`` literal to paste into ctxcore_counters/approximate.py, followed by the
 whole-corpus errors they give. Features the corpora do not exercise (kana,
-hangul, other alphabets) and the near-exact ones (digit groups, line breaks,
+hangul, other alphabets, symbols, emoji) and the near-exact ones (digit groups, line breaks,
 CJK punctuation) keep their current, hand-set rates. ``--write-cjk`` first
 regenerates ctxcore_counters/_cjk_common.py (the CJK ideographs that are one
 cl100k_base token).
@@ -28,7 +28,7 @@ from ctxcore_counters.approximate import FEATURES, RATES, Rates, estimate, featu
 from ctxcore_counters.tiktoken_counter import TiktokenCounter  # noqa: E402
 
 FAMILIES = {"cl100k": "cl100k_base", "o200k": "o200k_base"}
-FIXED = {"letters", "kana", "hangul", "digit_groups", "cjk_punct", "newlines"}
+FIXED = {"letters", "kana", "hangul", "digit_groups", "cjk_punct", "newlines", "symbols", "emoji"}
 
 
 def chunks(text: str, size: int = 800) -> list[str]:

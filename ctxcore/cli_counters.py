@@ -102,7 +102,7 @@ def _create(choice: CounterChoice) -> Any:
     try:
         return choice.create()
     except Exception as exc:  # factories raise many types; the message is what the user needs
-        _fail(f"counter {choice.spec!r} could not be created: {exc}")
+        _fail(f"counter {choice.spec!r} could not be created: {_describe(exc)}")
 
 
 def _resolve_or_fail(ctx: click.Context, spec: str, option: str) -> CounterChoice:
@@ -230,17 +230,22 @@ def counters_compare(ctx: click.Context, files: tuple[str, ...], reference_spec:
     _print_comparison(getattr(reference, "name", reference_spec), ref_total, rows, unavailable)
 
 
-def _why(exc: Exception) -> str:
-    """One line saying why a counter could not be created."""
+def _describe(exc: Exception) -> str:
+    """One line saying why a counter could not be created (pydantic errors as ``option: problem``)."""
     errors = getattr(exc, "errors", None)
-    if callable(errors):  # pydantic ValidationError: the options it needs
+    if callable(errors):
         try:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors())
-        except Exception:  # not pydantic after all
-            problems = ""
-        if problems:
-            return f"needs options ({problems}); name it with --counter NAME:ARG"
+            return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors())
+        except Exception:  # an ``errors`` attribute that is not pydantic's
+            pass
     return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def _why(exc: Exception) -> str:
+    """Why a compared counter is unavailable, with the fix when it lacks options."""
+    if callable(getattr(exc, "errors", None)):
+        return f"needs options ({_describe(exc)}); name it with --counter NAME:ARG"
+    return _describe(exc)
 
 
 def _print_comparison(reference: str, ref_total: int, rows: list[dict[str, Any]], unavailable: list[dict[str, str]]) -> None:

@@ -12,7 +12,8 @@ against the real tokenizer of the chosen ``family`` (cl100k or o200k):
   then a fraction of a token per extra letter; other alphabets per character;
 - digits: one token per group of up to three (both encodings split numbers so);
 - punctuation runs, CJK punctuation, runs of spaces (indentation), line breaks;
-- long unbroken runs that look random (base64, hex ids, hashes): per character.
+- long unbroken runs that look random (base64, hex ids, hashes): per character;
+- other non-ASCII symbols (box drawing, arrows) and emoji: per character.
 
 The rates come from ``bench/calibrate_approximate.py`` on the repository's
 corpora and are scaled so the estimate errs on the high side: within -5% ...
@@ -57,6 +58,8 @@ _PIECES = re.compile(
     r"|(?P<newline>[ \t]*(?:\r?\n)+)"
     r"|(?P<space>[ \t]+)"
     r"|(?P<cjk_punct>[\u3000-\u303f\uff00-\uffef\u2018-\u201f\u2026\u00b7]+)"
+    r"|(?P<emoji>[\U0001f000-\U0001ffff]+)"
+    r"|(?P<symbols>[^\x00-\x7f\w\s]+)"
     r"|(?P<punct>[^\w\s]+|_+)"
     r"|(?P<other>\s+)"
 )
@@ -79,6 +82,8 @@ _F = (
     "indents",       # runs of two or more spaces or tabs
     "newlines",      # groups of line breaks
     "random_chars",  # characters of long random-looking runs (base64, hex)
+    "symbols",       # other non-ASCII symbols (box drawing, arrows, dashes, currency)
+    "emoji",         # emoji and other astral-plane symbols
 )
 _I = {name: i for i, name in enumerate(_F)}
 
@@ -98,8 +103,8 @@ FEATURES = _F
 
 #: calibrated rates per family (from bench/calibrate_approximate.py; see docs/counters.md).
 RATES: dict[str, Rates] = {
-    "cl100k": Rates((1.022, 0.0624, 0.6, 0.9449, 2.3065, 1.1, 1.3, 1.0, 0.9997, 0.0647, 1.0, 1.1522, 1.0, 0.6484)),
-    "o200k": Rates((0.9504, 0.1452, 0.4, 0.5995, 1.4486, 0.9, 0.9, 1.0, 1.1332, 0.0582, 1.0, 0.9847, 1.0, 0.5513)),
+    "cl100k": Rates((1.022, 0.0623, 0.6, 0.9449, 2.3065, 1.1, 1.3, 1.0, 0.9997, 0.0647, 1.0, 1.1522, 1.0, 0.6484, 0.9, 2.8)),
+    "o200k": Rates((0.9502, 0.1457, 0.3, 0.5995, 1.4487, 0.9, 0.8, 1.0, 1.1326, 0.0581, 1.0, 0.9855, 1.0, 0.5521, 0.7, 1.6)),
 }
 
 
@@ -144,7 +149,7 @@ def _add(text: str, f: list[float]) -> None:
         elif kind == "space":
             if len(piece) > 1:
                 f[_I["indents"]] += 1
-        elif kind in ("letters", "kana", "hangul", "cjk_punct"):
+        elif kind in ("letters", "kana", "hangul", "cjk_punct", "symbols", "emoji"):
             f[_I[kind]] += len(piece)
         else:  # line breaks and other whitespace
             f[_I["newlines"]] += 1

@@ -16,6 +16,7 @@ def _bench_module():
     spec = importlib.util.spec_from_file_location("counter_accuracy", BENCH / "counter_accuracy.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is created
     spec.loader.exec_module(module)
     return module
 
