@@ -79,7 +79,7 @@ _F = (
     "punct_runs",    # punctuation runs not absorbed into the following word
     "punct_extra",   # characters beyond the first in those runs
     "cjk_punct",     # full-width / CJK punctuation characters
-    "indents",       # runs of two or more spaces or tabs
+    "indents",       # runs of two or more spaces or tabs (or trailing ones)
     "newlines",      # groups of line breaks
     "random_chars",  # characters of long random-looking runs (base64, hex)
     "symbols",       # other non-ASCII symbols (box drawing, arrows, dashes, currency)
@@ -147,7 +147,7 @@ def _add(text: str, f: list[float]) -> None:
         elif kind == "digits":
             f[_I["digit_groups"]] += math.ceil(len(piece) / 3)
         elif kind == "space":
-            if len(piece) > 1:
+            if len(piece) > 1 or m.end() == len(text):  # one space is absorbed by the next word, if any
                 f[_I["indents"]] += 1
         elif kind in ("letters", "kana", "hangul", "cjk_punct", "symbols", "emoji"):
             f[_I[kind]] += len(piece)

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ctxcore_counters import ApproximateCounter, EncodingUnavailable, TiktokenCounter, encodings
 from ctxcore_counters.tiktoken_counter import encoding_for_model
 
@@ -285,3 +287,22 @@ def test_system_message_count_is_stable() -> None:
     """The same prompt always costs the same (counts are deterministic)."""
     c = TiktokenCounter("cl100k_base")
     assert c.count_message(system("persona")) == c.count_message(system("persona"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_approximate_prices_every_nonempty_text(text: str) -> None:
+    """Any text costs a non-negative int, zero only when empty, and repeating it never costs less."""
+    for family in ("cl100k", "o200k"):
+        c = ApproximateCounter(family)  # type: ignore[arg-type]
+        n = c.count_text(text)
+        assert isinstance(n, int) and (n == 0) == (text == "")
+        assert c.count_text(text + "\n" + text) >= n
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=120))
+def test_tiktoken_counts_arbitrary_text(text: str) -> None:
+    """tiktoken counts any text without error; the count is the encoding's length."""
+    counter = TiktokenCounter("o200k_base")
+    assert counter.count_text(text) == len(encodings.load_encoding("o200k_base").encode_ordinary(text))
