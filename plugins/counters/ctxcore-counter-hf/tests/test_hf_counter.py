@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -52,7 +53,7 @@ def tokenizer_dir() -> Path:
     """A tokenizer directory (tokenizer.json + tokenizer_config.json with a chat template), built once."""
     root = Path(tempfile.mkdtemp(prefix="ctxcore-hf-"))
     train_tokenizer(root)
-    (root / "tokenizer_config.json").write_text(json.dumps({"chat_template": TEMPLATE, "bos_token": "<s>", "eos_token": {"content": "</s>"}}))
+    (root / "tokenizer_config.json").write_text(json.dumps({"chat_template": TEMPLATE, "bos_token": "<s>", "eos_token": {"__type": "AddedToken", "content": "</s>", "lstrip": False, "rstrip": False, "normalized": False, "single_word": False, "special": True}}))
     return root
 
 
@@ -148,17 +149,23 @@ class TestLoading:
         with pytest.raises(TokenizerUnavailable, match="does-not-exist.*never downloads"):
             HuggingFaceCounter(tmp_path / "does-not-exist")
 
-    def test_directory_without_tokenizer_json(self, tmp_path: Path) -> None:
-        """A directory without tokenizer.json asks for the transformers extra (when transformers is absent)."""
-        pytest.importorskip("tokenizers")
-        try:
-            import transformers  # noqa: F401
-        except ImportError:
-            with pytest.raises(TokenizerUnavailable, match=r"ctxcore-counter-hf\[transformers\]"):
-                HuggingFaceCounter(tmp_path)
-        else:  # pragma: no cover - only where the extra is installed
-            with pytest.raises(TokenizerUnavailable, match="transformers could not load"):
-                HuggingFaceCounter(tmp_path)
+    def test_directory_without_tokenizer_json(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without transformers, a directory lacking tokenizer.json asks for the transformers extra."""
+        monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers -> ImportError
+        with pytest.raises(TokenizerUnavailable, match=r"ctxcore-counter-hf\[transformers\]"):
+            HuggingFaceCounter(tmp_path)
+
+    def test_directory_without_transformers_uses_tokenizer_json(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without transformers, a directory with tokenizer.json and a template still counts exactly."""
+        monkeypatch.setitem(sys.modules, "transformers", None)
+        counter = HuggingFaceCounter(tokenizer_dir())
+        assert counter.count_messages([human("hello")]) == raw_len(chatml([{"role": "user", "content": "hello"}]))
+
+    def test_transformers_refusal_is_reported(self, tmp_path: Path) -> None:
+        """With transformers installed, a directory it cannot load fails naming the path."""
+        pytest.importorskip("transformers")
+        with pytest.raises(TokenizerUnavailable, match="transformers could not load"):
+            HuggingFaceCounter(tmp_path)
 
     def test_corrupt_tokenizer_json(self, tmp_path: Path) -> None:
         """A tokenizer.json that is not one fails with its path."""
@@ -185,3 +192,27 @@ def test_message_content_list_without_images_renders_as_text() -> None:
     counter = HuggingFaceCounter(tokenizer_dir())
     blocks = Message(role="user", content=(TextBlock(text="hello "), TextBlock(text="world")))
     assert counter.count_message(blocks) == counter.count_message(human("hello \nworld"))
+
+
+def test_counts_equal_transformers_apply_chat_template() -> None:
+    """With transformers installed, a directory loads through AutoTokenizer and counts equal apply_chat_template."""
+    transformers = pytest.importorskip("transformers")
+    tok = transformers.AutoTokenizer.from_pretrained(str(tokenizer_dir()), local_files_only=True)
+    counter = HuggingFaceCounter(tokenizer_dir())
+    messages = [
+        system("You are terse."),
+        human(SAMPLE_TEXTS["mixed"], name="alice"),
+        ai(tool_calls=[{"id": "c1", "name": "read_file", "arguments": {"path": "a.py"}}]),
+        tool(SAMPLE_TEXTS["json"], tool_call_id="c1"),
+    ]
+    as_dicts = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": SAMPLE_TEXTS["mixed"], "name": "alice"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": {"path": "a.py"}}}]},
+        {"role": "tool", "content": SAMPLE_TEXTS["json"], "tool_call_id": "c1"},
+    ]
+    out = tok.apply_chat_template(as_dicts, tokenize=True, add_generation_prompt=True)
+    ids = out["input_ids"] if hasattr(out, "keys") else out
+    assert counter.count_messages(messages) == len(ids)
+    assert counter.count_text(SAMPLE_TEXTS["korean"]) == len(tok.encode(SAMPLE_TEXTS["korean"], add_special_tokens=False))
