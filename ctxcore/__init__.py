@@ -21,6 +21,7 @@ from ctxcore.errors import (
     StaleWrite,
 )
 from ctxcore.hookspecs import hookimpl
+from ctxcore.message_store import StateMessageStore
 from ctxcore.messages import (
     ContentBlock,
     FileBlock,
@@ -34,6 +35,7 @@ from ctxcore.messages import (
     tool,
 )
 from ctxcore.pipeline import Pipeline, PipelineSpec
+from ctxcore.presets import PromptRuntimeContext
 from ctxcore.plugins import PluginHost, PluginInfo
 from ctxcore.protocols import Checkpointer, Filter, MemoryStore, Provider, Summarizer, TokenCounter
 from ctxcore.registry import Component, Registry
@@ -74,7 +76,9 @@ __all__ = [
     "PluginInfo",
     "Provider",
     "Registry",
+    "PromptRuntimeContext",
     "StaleWrite",
+    "StateMessageStore",
     "Step",
     "Summarizer",
     "TextBlock",

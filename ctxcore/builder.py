@@ -133,6 +133,36 @@ class ContextBuilder:
         # step id -> {id(original): (original, copy with source set)}, from the last build
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
 
+    # --------------------------------------------------------------- presets
+    # Thin entry points; the logic (and the parameters) live in ctxcore.presets.
+    @classmethod
+    def for_chat(cls, *args: Any, **kwargs: Any) -> ContextBuilder:
+        """Chat preset: persona -> bootstrap (optional) -> history (see :func:`ctxcore.presets.for_chat`)."""
+        from ctxcore import presets
+
+        return presets.for_chat(*args, **kwargs)
+
+    @classmethod
+    def for_react(cls, *args: Any, **kwargs: Any) -> ContextBuilder:
+        """ReAct preset (see :func:`ctxcore.presets.for_react`)."""
+        from ctxcore import presets
+
+        return presets.for_react(*args, **kwargs)
+
+    @classmethod
+    def for_skill(cls, **kwargs: Any) -> ContextBuilder:
+        """Skill preset (see :func:`ctxcore.presets.for_skill`)."""
+        from ctxcore import presets
+
+        return presets.for_skill(**kwargs)
+
+    @classmethod
+    def resolve_for_llm(cls, **kwargs: Any) -> Any:
+        """Pick the builder for one LLM call (see :func:`ctxcore.presets.resolve_for_llm`)."""
+        from ctxcore import presets
+
+        return presets.resolve_for_llm(**kwargs)
+
     # ------------------------------------------------------------------ build
     def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Run every provider then every filter; return the messages and the report.

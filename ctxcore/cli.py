@@ -190,16 +190,21 @@ def _read_json(path: str, what: str) -> Any:
 
 
 @cli.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--preset", help="Build with a preset pipeline (chat, react, skill, agent) instead of FILE.")
 @click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False), help='JSON file: {"messages": [OpenAI-style dicts...]}.')
 @click.option("--format", "fmt", type=click.Choice(["openai", "json"]), default="openai", show_default=True,
               help="openai: the request's messages; json: ctxcore messages with provenance plus the report.")
 @click.option("--explain", is_flag=True, help="Print the build report as tables on stderr.")
 @click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to providers.")
 @click.pass_context
-def build(ctx: click.Context, file: str, state_file: str, fmt: str, explain: bool, runtime_items: tuple[str, ...]) -> None:
-    """Build the context of pipeline FILE for the conversation in STATE."""
-    p = _load_pipeline(ctx, file)
+def build(ctx: click.Context, file: str | None, preset: str | None, state_file: str, fmt: str, explain: bool,
+          runtime_items: tuple[str, ...]) -> None:
+    """Build the context of pipeline FILE (or --preset NAME) for the conversation in STATE."""
+    from ctxcore.cli_presets import load_file_or_preset
+
+    p = load_file_or_preset(ctx, file, preset)
+    file = file or f"preset {preset}"
     state = _read_json(state_file, "state")
     if not isinstance(state, dict):
         _fail(f'{state_file}: the state must be a JSON object like {{"messages": [...]}}')
@@ -241,4 +246,6 @@ if __name__ == "__main__":  # pragma: no cover
 
     _main()
 
+
 from ctxcore import cli_counters as _cli_counters  # noqa: E402,F401
+from ctxcore import cli_presets as _cli_presets  # noqa: E402,F401

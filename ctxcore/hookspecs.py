@@ -46,6 +46,11 @@ def register_memory_stores(register: Any) -> None:
 
 
 @hookspec
+def register_presets(register: Any) -> None:
+    """Offer preset pipeline files: ``register("name", path, description=...)``."""
+
+
+@hookspec
 def register_commands(cli: Any) -> None:
     """Add commands to the ``ctx`` click group (``@cli.command()``)."""
 

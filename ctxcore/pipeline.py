@@ -22,6 +22,7 @@ from ctxcore.budget import ModelBudget
 from ctxcore.builder import BuiltContext, ContextBuilder, Step
 from ctxcore.errors import ConfigError, ConfigIssue
 from ctxcore.plugins import PluginHost, default_host
+from ctxcore.prompts import PipelineContext, PromptTexts, use_pipeline_context
 from ctxcore.registry import Component, ComponentConflict, UnknownComponent
 
 __all__ = ["ModelSpec", "StepSpec", "PipelineSpec", "Pipeline", "DEFAULT_COUNTER"]
@@ -31,7 +32,7 @@ log = structlog.get_logger("ctxcore.pipeline")
 #: counter used when a pipeline names none.
 DEFAULT_COUNTER = "approximate"
 
-_STEP_KEYS = ("type", "id", "optional")
+_STEP_KEYS = ("type", "id", "optional", "enabled")
 
 
 class ModelSpec(BaseModel):
@@ -60,6 +61,7 @@ class StepSpec(BaseModel):
     type: str = Field(min_length=1)
     id: str | None = None
     optional: bool = False
+    enabled: bool = True
     options: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
@@ -89,6 +91,7 @@ class PipelineSpec(BaseModel):
     filters: list[StepSpec] = Field(default_factory=list)
     checkpointer: StepSpec | None = None
     memory: StepSpec | None = None
+    prompts: PromptTexts = Field(default_factory=PromptTexts)
 
     @field_validator("counter", "checkpointer", "memory", mode="before")
     @classmethod
@@ -203,10 +206,14 @@ class Pipeline:
     def _compile(self) -> ContextBuilder:
         issues: list[ConfigIssue] = []
         created: dict[str, list[Step]] = {}
+        context = PipelineContext(self.spec.prompts.overrides(), self.host.registry, lambda: self._memory)
         for slot, _kind, _many in _SLOTS:
             for r in self._steps.get(slot, []):
+                if not r.spec.enabled:
+                    continue
                 try:
-                    obj = r.component.create(r.config)
+                    with use_pipeline_context(context):
+                        obj = r.component.create(r.config)
                 except Exception as exc:
                     message = f"{r.component.kind} {r.spec.type!r} could not be created: {type(exc).__name__}: {exc}"
                     issue = self._loaded.issue(r.path, message)
@@ -285,6 +292,8 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
         return list(PipelineSpec.model_fields)
     if len(loc) == 2 and loc[0] == "model":
         return list(ModelSpec.model_fields)
+    if len(loc) == 2 and loc[0] == "prompts":
+        return list(PromptTexts.model_fields)
     return []
 
 

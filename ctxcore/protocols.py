@@ -172,7 +172,11 @@ class AsyncMemoryStore(Protocol):
 
 @runtime_checkable
 class Summarizer(Protocol):
-    """Condenses a span of messages; declares how many model calls it may make."""
+    """Condenses a span of messages; declares how many model calls it may make.
+
+    ``max_calls`` is the most model calls it may make in one build (0 for a
+    summarizer that needs no model); callers check it before asking.
+    """
 
     max_calls: int
 

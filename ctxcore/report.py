@@ -17,9 +17,9 @@ from ctxcore.messages import Message
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.budget import CachedCounter
 
-__all__ = ["Fate", "MessageRecord", "ComponentTiming", "BuildReport"]
+__all__ = ["Fate", "MessageRecord", "ComponentTiming", "Compression", "BuildReport"]
 
-Fate = Literal["kept", "dropped", "added"]
+Fate = Literal["kept", "dropped", "added", "compressed"]
 
 
 @dataclass
@@ -28,7 +28,9 @@ class MessageRecord:
 
     ``fate`` is ``kept`` (in the output, from a provider), ``added`` (in the output,
     introduced by a filter, e.g. a compression) or ``dropped`` (``by`` names the
-    filter step). ``position`` is the index in the output, ``None`` when dropped.
+    filter step). ``compressed`` means a filter replaced the message with a shorter
+    one (``into`` names it, ``stage`` says how). ``position`` is the index in the
+    output, ``None`` when dropped or compressed.
     """
 
     id: str
@@ -41,6 +43,26 @@ class MessageRecord:
     by: str | None = None
     position: int | None = None
     preview: str = ""
+    stage: str | None = None
+    into: str | None = None
+
+
+@dataclass(frozen=True)
+class Compression:
+    """One reduction a filter made: ``original_ids`` became ``new_id`` at ``stage``.
+
+    ``tokens_before`` counts the originals, ``tokens_after`` the replacement, so
+    the report says what every reduction saved. Stage ``trim`` removes messages
+    behind a marker: its originals keep the fate ``dropped``; every other stage
+    marks them ``compressed``.
+    """
+
+    step_id: str
+    stage: str
+    original_ids: tuple[str, ...]
+    new_id: str
+    tokens_before: int
+    tokens_after: int
 
 
 @dataclass
@@ -65,6 +87,7 @@ class BuildReport:
     warnings: list[str] = field(default_factory=list)
     cache_hits: int = 0  # count-cache hits during this build
     cache_misses: int = 0  # messages tokenized during this build
+    compressions: list[Compression] = field(default_factory=list)
     _records: list[MessageRecord] = field(default_factory=list, repr=False)
     _dropped: list[tuple[Message, str]] = field(default_factory=list, repr=False)
     _counter: CachedCounter | None = field(default=None, repr=False)
@@ -74,6 +97,20 @@ class BuildReport:
     def record_dropped(self, messages: list[Message], by: str) -> None:
         """Note that filter ``by`` removed ``messages`` (counted lazily)."""
         self._dropped.extend((m, by) for m in messages)
+
+    def record_compression(
+        self,
+        step_id: str,
+        original_ids: list[str] | tuple[str, ...],
+        new_message: Message,
+        tokens_before: int,
+        tokens_after: int,
+        stage: str,
+    ) -> None:
+        """Note that filter ``step_id`` replaced ``original_ids`` with ``new_message`` at ``stage``."""
+        self.compressions.append(
+            Compression(step_id, stage, tuple(original_ids), new_message.id, tokens_before, tokens_after)
+        )
 
     def record_output(self, messages: list[Message], tokens: list[int], added_ids: set[str]) -> None:
         """Record the final messages with their counts; ``added_ids`` came from filters."""
@@ -92,12 +129,16 @@ class BuildReport:
         """A record for every output message then every dropped one."""
         if self._dropped:
             counter = self._counter
+            replaced = {i: c for c in self.compressions for i in c.original_ids}
             for m, by in self._dropped:
                 tokens = counter.count_message(m) if counter is not None else None
+                c = replaced.get(m.id)
+                fate: Fate = "compressed" if c is not None and c.stage != "trim" else "dropped"
                 self._records.append(
                     MessageRecord(
                         id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
-                        fate="dropped", tokens=tokens, by=by, preview=_preview(m),
+                        fate=fate, tokens=tokens, by=by, preview=_preview(m),
+                        stage=c.stage if c else None, into=c.new_id if c else None,
                     )
                 )
             self._dropped = []
@@ -106,12 +147,17 @@ class BuildReport:
     @property
     def kept(self) -> list[MessageRecord]:
         """Records of the messages in the output, in output order."""
-        return [r for r in self.records if r.fate != "dropped"]
+        return [r for r in self.records if r.position is not None]
 
     @property
     def dropped(self) -> list[MessageRecord]:
         """Records of the messages a filter removed."""
         return [r for r in self.records if r.fate == "dropped"]
+
+    @property
+    def compressed(self) -> list[MessageRecord]:
+        """Records of the messages a filter replaced with a shorter message."""
+        return [r for r in self.records if r.fate == "compressed"]
 
     @property
     def utilization(self) -> float | None:
@@ -121,15 +167,15 @@ class BuildReport:
         return self.total_tokens / self.budget
 
     def totals_by(self, key: Literal["source", "zone"]) -> dict[str, dict[str, int]]:
-        """Per source (or zone): tokens kept, tokens dropped, messages kept and dropped."""
+        """Per source (or zone): tokens and messages kept, dropped and compressed."""
         out: dict[str, dict[str, int]] = defaultdict(
-            lambda: {"kept_tokens": 0, "dropped_tokens": 0, "kept": 0, "dropped": 0}
+            lambda: {"kept_tokens": 0, "dropped_tokens": 0, "compressed_tokens": 0, "kept": 0, "dropped": 0, "compressed": 0}
         )
         for r in self.records:
             bucket = out[str(getattr(r, key))]
-            if r.fate == "dropped":
-                bucket["dropped"] += 1
-                bucket["dropped_tokens"] += r.tokens or 0
+            if r.fate in ("dropped", "compressed"):
+                bucket[r.fate] += 1
+                bucket[f"{r.fate}_tokens"] += r.tokens or 0
             else:
                 bucket["kept"] += 1
                 bucket["kept_tokens"] += r.tokens or 0
@@ -145,6 +191,7 @@ class BuildReport:
             "messages": [asdict(r) for r in self.records],
             "by_source": self.totals_by("source"),
             "by_zone": self.totals_by("zone"),
+            "compressions": [asdict(c) for c in self.compressions],
             "timings": [asdict(t) for t in self.timings],
             "warnings": list(self.warnings),
         }

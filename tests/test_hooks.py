@@ -111,6 +111,24 @@ def test_hook_register_memory_stores() -> None:
     assert p.memory == ["memory"]
 
 
+def test_hook_register_presets(tmp_path) -> None:
+    """A registered preset is listed and builds like the pipeline file it names."""
+    from ctxcore.presets import available_presets, preset_pipeline, preset_text
+
+    path = tmp_path / "hello.yaml"
+    path.write_text("version: 1\ncounter: one\nproviders: [{type: greeter, text: preset}]\n")
+
+    class Presets:
+        @hookimpl
+        def register_presets(self, register):
+            register("hello", path, description="greets")
+
+    host = fresh_host(("everything", Everything()), ("presets", Presets()))
+    assert available_presets(host)["hello"].description == "greets"
+    assert preset_text("hello", host) == path.read_text()
+    assert [m.content for m in preset_pipeline("hello", host=host).build({}).messages] == ["preset"]
+
+
 def test_hook_register_commands() -> None:
     """register_commands receives the click group and may add commands to it."""
     group = click.Group("ctx")
@@ -144,7 +162,7 @@ def test_hook_on_build_complete() -> None:
 def test_every_hook_has_a_test() -> None:
     """Each hookspec has a test_hook_<name> in this module."""
     names = _hookspec_names()
-    assert len(names) == 7
+    assert len(names) == 8
     missing = [n for n in names if f"test_hook_{n}" not in globals()]
     assert not missing
 

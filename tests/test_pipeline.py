@@ -261,3 +261,24 @@ class TestRobustness:
     def test_arbitrary_structures_give_config_error_or_pipeline(self, host, data) -> None:
         """Malformed pipeline structures raise ConfigError, never TypeError or KeyError."""
         self._only_config_errors(lambda: Pipeline.from_dict(data, host=host))
+
+
+class TestEnabledAndPrompts:
+    """Step ``enabled`` and the ``prompts:`` section (issue 3)."""
+
+    def test_disabled_step_is_left_out(self, host) -> None:
+        """enabled: false keeps a validated step out of the builder (string 'false' from ${VAR} works too)."""
+        p = Pipeline.from_string(
+            "version: 1\nproviders:\n  - {type: static_prompt, text: a, enabled: false}\n"
+            "  - {type: static_prompt, id: b, text: b, enabled: '${ON:-true}'}\n", host=host, env={})
+        assert [m.content for m in p.build({}).messages] == ["b"]
+
+    def test_disabled_step_still_validated(self, host) -> None:
+        """A disabled step with bad options is still an error (it can be switched on later)."""
+        with pytest.raises(ConfigError, match="unknown key 'txt'"):
+            Pipeline.from_string("version: 1\nproviders: [{type: static_prompt, txt: a, enabled: false}]\n", host=host)
+
+    def test_prompts_section_reaches_named_prompts(self, host) -> None:
+        """prompts: overrides the text a named static_prompt resolves to."""
+        p = Pipeline.from_string("version: 1\nprompts: {persona: Hi there.}\nproviders: [{type: static_prompt, prompt: persona}]\n", host=host)
+        assert p.build({}).messages[0].content == "Hi there."

@@ -62,7 +62,7 @@ class TestHistory:
         msgs = [{"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
                 {"role": "tool", "tool_call_id": "c", "content": "output"}]
         out = History().get_messages({"messages": msgs}, {})
-        assert isinstance(out[1], Message) and out[1].trust == "untrusted"
+        assert isinstance(out[-1], Message) and out[-1].role == "tool" and out[-1].trust == "untrusted"
 
 
 class TestHistoryReuse:
