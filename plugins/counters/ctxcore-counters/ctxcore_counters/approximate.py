@@ -124,35 +124,50 @@ def features(text: str) -> list[float]:
     return f
 
 
+_PARTS, _EXTRA = _I["parts"], _I["extra_letters"]
+_INDENTS, _PUNCT_RUNS, _PUNCT_EXTRA, _NEWLINES = _I["indents"], _I["punct_runs"], _I["punct_extra"], _I["newlines"]
+_DIGITS, _CJK, _CJK_RARE, _RANDOM = _I["digit_groups"], _I["cjk"], _I["cjk_rare"], _I["random_chars"]
+_DROP_COMMON = {ord(ch): None for ch in COMMON_CJK}
+
+
 def _add(text: str, f: list[float]) -> None:
+    end = len(text)
+    parts = extra = 0
     for m in _PIECES.finditer(text):
-        kind = m.lastgroup
+        kind = m.lastgroup or ""  # every alternative is named
         piece = m.group()
         if kind == "ascii":
-            _add_word(piece, f)
-        elif kind == "cjk":
-            rare = sum(1 for ch in piece if ch not in COMMON_CJK)
-            f[_I["cjk"]] += len(piece) - rare
-            f[_I["cjk_rare"]] += rare
+            if piece.islower() or (piece[0].isupper() and piece[1:].islower()) or len(piece) == 1:
+                parts += 1  # one part: the common case, without the camelCase split
+                if len(piece) > _WORD_FREE:
+                    extra += len(piece) - _WORD_FREE
+            else:
+                _add_word(piece, f)
+        elif kind == "space":
+            if len(piece) > 1 or m.end() == end:  # one space is absorbed by the next word, if any
+                f[_INDENTS] += 1
         elif kind == "punct":
             if len(piece) == 1 and text[m.end() : m.end() + 1].isalpha():
                 continue  # a single mark before a word is absorbed into it ('.x', '"key', '(a')
-            f[_I["punct_runs"]] += 1
-            f[_I["punct_extra"]] += len(piece) - 1
+            f[_PUNCT_RUNS] += 1
+            f[_PUNCT_EXTRA] += len(piece) - 1
+        elif kind == "newline" or kind == "other":
+            f[_NEWLINES] += 1
+        elif kind == "digits":
+            f[_DIGITS] += (len(piece) + 2) // 3
+        elif kind == "cjk":
+            rare = len(piece.translate(_DROP_COMMON))  # str.translate deletes the common ones in C
+            f[_CJK] += len(piece) - rare
+            f[_CJK_RARE] += rare
         elif kind == "run":
             if _looks_random(piece):
-                f[_I["random_chars"]] += len(piece)
+                f[_RANDOM] += len(piece)
             else:
                 _add_identifier(piece, f)
-        elif kind == "digits":
-            f[_I["digit_groups"]] += math.ceil(len(piece) / 3)
-        elif kind == "space":
-            if len(piece) > 1 or m.end() == len(text):  # one space is absorbed by the next word, if any
-                f[_I["indents"]] += 1
-        elif kind in ("letters", "kana", "hangul", "cjk_punct", "symbols", "emoji"):
+        else:  # letters, kana, hangul, cjk_punct, symbols, emoji: per character
             f[_I[kind]] += len(piece)
-        else:  # line breaks and other whitespace
-            f[_I["newlines"]] += 1
+    f[_PARTS] += parts
+    f[_EXTRA] += extra
 
 
 def _add_word(word: str, f: list[float]) -> None:
