@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PACKAGES := -e . $(foreach p,$(wildcard plugins/*/*/pyproject.toml),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean test-mem0
+.PHONY: install demo test lint clean test-mem0 bench-counters
 
 install: $(STAMP)
 
@@ -38,6 +38,10 @@ test-mem0:
 	@test -x $(MEM0_VENV)/bin/python || $(PYTHON) -m venv $(MEM0_VENV)
 	$(MEM0_VENV)/bin/python -m pip install --quiet -e . -e 'plugins/memory/ctxcore-memory-mem0[mem0]' -r requirements-dev.txt
 	$(MEM0_VENV)/bin/python -m pytest plugins/memory/ctxcore-memory-mem0 $(PYTEST_ARGS)
+
+# Accuracy table of the approximate counter against the real tokenizers (docs/counters.md).
+bench-counters: install
+	$(PY) bench/counter_accuracy.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(MEM0_VENV) .pytest_cache .hypothesis

@@ -6,7 +6,7 @@ what each component added, dropped and cost. Plugins register components
 through the ``ctxcore`` entry-point group; YAML pipelines compose them by name.
 """
 
-from ctxcore.budget import CachedCounter, FilterContext, ModelBudget
+from ctxcore.budget import CachedCounter, CountCache, FilterContext, ModelBudget
 from ctxcore.builder import BuiltContext, ContextBuilder, Step
 from ctxcore.counting import MessageCounter
 from ctxcore.errors import (
@@ -62,6 +62,7 @@ __all__ = [
     "BuildReport",
     "BuiltContext",
     "CachedCounter",
+    "CountCache",
     "CheckpointCorrupt",
     "Checkpointer",
     "Component",

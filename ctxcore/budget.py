@@ -1,12 +1,15 @@
 """Token budgets, the per-message count cache, and the context filters run in.
 
 The count cache is why a build's cost follows what is kept: a message is
-tokenized at most once per counter (keyed by its content fingerprint), and the
-cache lives on the builder, so it survives across builds of one conversation.
+tokenized at most once per counter (keyed by counter identity and content
+fingerprint), and the cache lives on the builder, so it survives across builds
+of one conversation (a pipeline keeps its builder). Builders may also share one
+:class:`CountCache`.
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -17,7 +20,7 @@ from ctxcore.protocols import TokenCounter
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.report import BuildReport
 
-__all__ = ["ModelBudget", "CachedCounter", "FilterContext"]
+__all__ = ["ModelBudget", "CountCache", "CachedCounter", "FilterContext", "counter_identity"]
 
 
 @dataclass(frozen=True)
@@ -48,23 +51,81 @@ class ModelBudget:
         return self.context_window - self.reserve_output_tokens - self.safety_margin
 
 
+def counter_identity(counter: Any) -> str:
+    """The identity a counter's counts are cached under: its class and its ``name``.
+
+    Counters put whatever configuration changes counts into ``name``
+    (``tiktoken:o200k_base``, ``approximate:cl100k``), so two counters with the
+    same class and name may share cached counts.
+    """
+    kind = type(counter)
+    return f"{kind.__module__}.{kind.__qualname__}:{getattr(counter, 'name', '')}"
+
+
+class CountCache:
+    """A bounded LRU of message counts keyed by (counter identity, content fingerprint).
+
+    One cache may serve several counters and several builders: the counter's
+    identity is part of every key, so counts of different tokenizers never mix.
+    """
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        if max_entries <= 0:
+            raise ValueError("max_entries must be positive")
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self.evictions = 0
+
+    def get(self, key: tuple[str, str]) -> int | None:
+        """The cached count for ``key`` (marked as recently used), or ``None``."""
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def peek(self, key: tuple[str, str]) -> int | None:
+        """The cached count for ``key`` without touching its recency."""
+        return self._entries.get(key)
+
+    def put(self, key: tuple[str, str], value: int) -> None:
+        """Store a count, evicting the least recently used entry past ``max_entries``."""
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        if len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+            self.evictions += 1
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class CachedCounter:
     """Wraps a :class:`TokenCounter` so each distinct message is tokenized once.
 
-    The contract this relies on: ``count_messages(ms) == sum(count_message(m)) +
-    count_messages([])`` (the reply priming). Keys are content fingerprints, so
-    two messages with the same text and role share one count. The cache is an LRU
-    bounded by ``max_entries``.
+    Every counter gets this for free: the builder wraps whatever counter it is
+    given. The contract this relies on: ``count_messages(ms) ==
+    sum(count_message(m)) + count_messages([])`` (the reply priming). Keys are
+    the counter's identity plus the message's content fingerprint, so two
+    messages with the same text and role share one count. By default the
+    wrapper owns a private :class:`CountCache` bounded by ``max_entries``; pass
+    ``cache=`` to share one cache between builders (for example one per
+    process). ``hits`` and ``misses`` count this wrapper's lookups.
     """
 
-    def __init__(self, counter: TokenCounter, max_entries: int = 200_000) -> None:
+    def __init__(self, counter: TokenCounter, max_entries: int = 200_000, *, cache: CountCache | None = None) -> None:
         self.counter = counter
         self.name: str = getattr(counter, "name", type(counter).__name__)
-        self.max_entries = max_entries
-        self._cache: OrderedDict[str, int] = OrderedDict()
+        self.identity = counter_identity(counter)
+        self.cache = cache if cache is not None else CountCache(max_entries)
         self._priming: int | None = None
+        self._tools: dict[str, int] = {}
         self.hits = 0
         self.misses = 0
+
+    @property
+    def max_entries(self) -> int:
+        """The bound of the underlying cache."""
+        return self.cache.max_entries
 
     def count_text(self, text: str) -> int:
         """Tokens of a bare string (not cached: strings have no fingerprint)."""
@@ -72,17 +133,14 @@ class CachedCounter:
 
     def count_message(self, message: Message) -> int:
         """Tokens of ``message``, from the cache when its content was seen before."""
-        key = message.fingerprint
-        cached = self._cache.get(key)
+        key = (self.identity, message.fingerprint)
+        cached = self.cache.get(key)
         if cached is not None:
             self.hits += 1
-            self._cache.move_to_end(key)
             return cached
         self.misses += 1
         count = self.counter.count_message(message)
-        self._cache[key] = count
-        if len(self._cache) > self.max_entries:
-            self._cache.popitem(last=False)
+        self.cache.put(key, count)
         return count
 
     @property
@@ -97,12 +155,18 @@ class CachedCounter:
         return sum(self.count_message(m) for m in messages) + self.priming
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
-        """Tokens of tool definitions (delegated, not cached)."""
-        return self.counter.count_tools(tools)
+        """Tokens of tool definitions (cached by their canonical JSON; tool lists rarely change)."""
+        key = json.dumps(list(tools), sort_keys=True, default=str)
+        count = self._tools.get(key)
+        if count is None:
+            if len(self._tools) >= 64:  # a handful of tool sets per builder; never unbounded
+                self._tools.clear()
+            count = self._tools[key] = self.counter.count_tools(tools)
+        return count
 
     def peek(self, message: Message) -> int | None:
         """The cached count of ``message`` if known, without counting it."""
-        return self._cache.get(message.fingerprint)
+        return self.cache.peek((self.identity, message.fingerprint))
 
 
 @dataclass

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -21,7 +20,7 @@ import structlog
 from ctxcore import __version__
 from ctxcore.errors import ConfigError, CtxError, PluginError
 from ctxcore.plugins import PluginHost
-from ctxcore.registry import KINDS, ComponentConflict, UnknownComponent
+from ctxcore.registry import KINDS
 
 __all__ = ["cli", "main"]
 
@@ -238,43 +237,6 @@ def build(ctx: click.Context, file: str | None, preset: str | None, state_file: 
         print_explain(built.report)
 
 
-# -------------------------------------------------------------------- count
-@cli.command()
-@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--counter", "counter_name", default="tiktoken", show_default=True, help="Registered counter name (or plugin:name).")
-@click.option("--json", "as_json", is_flag=True, help='Print {"counter": NAME, "files": {FILE: TOKENS}, "total": N} as JSON.')
-@click.pass_context
-def count(ctx: click.Context, files: tuple[str, ...], counter_name: str, as_json: bool) -> None:
-    """Count the tokens of FILES (standard input when none)."""
-    registry = _state(ctx).host.registry
-    try:
-        component = registry.get("counter", counter_name)
-    except (UnknownComponent, ComponentConflict) as exc:
-        _fail(f"--counter: {exc}")
-    try:
-        counter = component.create({})
-    except Exception as exc:
-        _fail(f"counter {counter_name!r} could not be created: {exc}")
-    results: dict[str, int] = {}
-    for name in files or ("-",):
-        if name == "-":
-            text = sys.stdin.read()
-        else:
-            try:
-                text = Path(name).read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                _fail(f"cannot read {name}: {exc.strerror}")
-        results["<stdin>" if name == "-" else name] = counter.count_text(text)
-    total = sum(results.values())
-    if as_json:
-        click.echo(json.dumps({"counter": component.name, "files": results, "total": total}, indent=2))
-        return
-    for name, tokens in results.items():
-        click.echo(f"{tokens:>10}  {name}")
-    if len(results) > 1:
-        click.echo(f"{total:>10}  total")
-
-
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="ctx")
@@ -288,6 +250,7 @@ if __name__ == "__main__":  # pragma: no cover
     _main()
 
 
+from ctxcore import cli_counters as _cli_counters  # noqa: E402,F401
 from ctxcore import cli_presets as _cli_presets  # noqa: E402,F401
 from ctxcore import cli_memory as _cli_memory  # noqa: E402,F401
 from ctxcore import cli_explain as _cli_explain  # noqa: E402,F401

@@ -57,11 +57,18 @@ class TextBlock(_Frozen):
 
 
 class ImageBlock(_Frozen):
-    """An image, by URL or ``data:`` URL, with OpenAI's optional detail level."""
+    """An image, by URL or ``data:`` URL, with OpenAI's optional detail level.
+
+    ``width`` and ``height`` (pixels) are optional and only used for token
+    counting; when absent, counters read them from a ``data:`` URL's image
+    header (see :mod:`ctxcore.images`). They are never sent to a provider.
+    """
 
     type: Literal["image"] = "image"
     url: str
     detail: Literal["auto", "low", "high"] | None = None
+    width: int | None = Field(default=None, gt=0)
+    height: int | None = Field(default=None, gt=0)
 
 
 class FileBlock(_Frozen):

@@ -51,7 +51,7 @@ class TestValid:
     def test_step_shorthand_and_default_counter(self, host) -> None:
         """A bare string names a step; a pipeline without a counter uses 'approximate'."""
         p = load("version: 1\nproviders: [history]\n", host)
-        assert p.builder().counter.name == "approximate"
+        assert p.builder().counter.name == "approximate:cl100k"
 
     def test_interpolation(self, host) -> None:
         """${VAR}, ${VAR:-default} and $$ are expanded in strings."""

@@ -12,7 +12,7 @@ from ctxcore_counters.tiktoken_counter import TiktokenConfig
 def _approximate(config: ApproximateConfig) -> Any:
     from ctxcore_counters.approximate import ApproximateCounter
 
-    return ApproximateCounter(config.chars_per_token)
+    return ApproximateCounter(config.family)
 
 
 def _tiktoken(config: TiktokenConfig) -> Any:
@@ -25,6 +25,6 @@ def _tiktoken(config: TiktokenConfig) -> Any:
 def register_token_counters(register: Any) -> None:
     """Offer the approximate and tiktoken counters."""
     register("approximate", _approximate, config=ApproximateConfig,
-             description="Characters / 4 with OpenAI message overheads; no dependency.")
+             description="Script-aware estimate calibrated on cl100k/o200k (family:); no dependency.")
     register("tiktoken", _tiktoken, config=TiktokenConfig,
-             description="Exact OpenAI counts (cl100k_base bundled offline; o200k_base via bpe_file).")
+             description="Exact OpenAI counts (cl100k_base, o200k_base), loaded offline.")
