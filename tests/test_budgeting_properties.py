@@ -239,6 +239,10 @@ def test_seeded_shares_with_tool_rounds(share: float) -> None:
     if isinstance(result, BudgetExceeded):
         assert share < 0.5
         return
+    if isinstance(result, InvalidHistory):
+        # A window too small for any user message leaves only the system prompt: Anthropic refuses that.
+        assert share < 0.5 and "at least one user message" in str(result)
+        return
     assert isinstance(result, BuiltContext)
     validate_request(result.messages, "anthropic")
     assert result.report.total_tokens <= window

@@ -128,7 +128,7 @@ class TestWholeRequestBudget:
 
     def test_over_budget_is_never_silent(self) -> None:
         """Without a budget filter an oversized request is returned with a warning."""
-        built = build([human("x" * 400)], budget=ModelBudget(50))
+        built = build([human("hello world " * 100)], budget=ModelBudget(50))
         assert any("over the 50-token input budget" in w for w in built.report.warnings)
 
     def test_bad_state_tools(self) -> None:
