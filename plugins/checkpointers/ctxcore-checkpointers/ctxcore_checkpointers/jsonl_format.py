@@ -8,7 +8,8 @@ the exact bytes of the record without re-serialising it::
 ``crc`` is the CRC-32 of ``b"<seq>:" + <record bytes>``. Sequence numbers grow by
 one per line. :func:`scan` splits a file into its valid records and the damaged
 bytes after the last of them (a torn tail, ignored on read and cut off by the
-next writer); invalid bytes *before* a valid record raise ``CheckpointCorrupt``.
+next writer); invalid bytes *before* a valid record, or a damaged tail holding
+more than one record, raise ``CheckpointCorrupt``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ctxcore.errors import CheckpointCorrupt
 
 __all__ = ["encode_line", "scan", "Scan", "LineRef", "parse_record", "record_step"]
 
+_START = b'{"crc":"'
 _PREFIX = re.compile(rb'\{"crc":"([0-9a-f]{8})","seq":(0|[1-9][0-9]{0,18}),"record":')
 
 
@@ -120,6 +122,15 @@ def scan(data: bytes, *, file: str, base: int = 0, prev_seq: int | None = None) 
             result.records.append(LineRef(base + pos, base + nl + 1, seq, base + body_start, base + body_end))
             result.valid_end = base + nl + 1
         pos = nl + 1
+    starts = data.count(_START, result.valid_end - base)
+    if starts > 1:
+        # A crash tears at most one record (the last write); several record starts in
+        # the damaged tail mean earlier records lost their line breaks or checksums.
+        raise CheckpointCorrupt(
+            f"{file}: the damaged bytes after offset {result.valid_end} hold {starts} records; only a torn last "
+            f"record is repaired automatically — restore the file from a backup, or cut it at offset "
+            f"{result.valid_end} to knowingly fall back to older checkpoints"
+        )
     return result
 
 
