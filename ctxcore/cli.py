@@ -274,4 +274,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Run the importable module, not this __main__ copy: the commands of the
+    # cli_* modules imported below attach to ctxcore.cli's group.
+    from ctxcore.cli import main as _main
+
+    _main()
+
+from ctxcore import cli_checkpoint as _cli_checkpoint  # noqa: E402,F401

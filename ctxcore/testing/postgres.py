@@ -29,11 +29,11 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NoReturn
 
 import pytest
 
-__all__ = ["PostgresUnavailable", "find_bindir", "throwaway_cluster", "pg_dsn"]
+__all__ = ["PostgresUnavailable", "find_bindir", "throwaway_cluster", "unavailable", "pg_dsn"]
 
 DSN_ENV = "CTXCORE_TEST_PG_DSN"
 _PORT = 5432  # only names the socket file; the server listens on no TCP port
@@ -46,9 +46,10 @@ class PostgresUnavailable(RuntimeError):
 
 def find_bindir() -> Path | None:
     """The directory holding ``initdb`` and ``postgres``: ``CTXCORE_PG_BINDIR``, Debian's layout, or PATH."""
-    candidates = []
     if os.environ.get("CTXCORE_PG_BINDIR"):
-        candidates.append(Path(os.environ["CTXCORE_PG_BINDIR"]))
+        chosen = Path(os.environ["CTXCORE_PG_BINDIR"])
+        return chosen if (chosen / "initdb").is_file() and (chosen / "postgres").is_file() else None
+    candidates = []
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: [int(x) for x in Path(p).parent.name.split(".") if x.isdigit()])
     candidates.extend(Path(p) for p in reversed(versions))
     which = shutil.which("initdb")
@@ -129,7 +130,7 @@ def throwaway_cluster() -> Iterator[str]:
                 preexec_fn=_die_with_parent, **_as_user(user),  # type: ignore[call-overload]
             )
         _wait_ready(bindir, root, proc, log)
-        yield f"host={root} port={_PORT} user=postgres dbname=postgres"
+        yield dsn_for(root)
     finally:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGINT)  # fast shutdown
@@ -139,6 +140,11 @@ def throwaway_cluster() -> Iterator[str]:
                 proc.kill()
                 proc.wait()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def dsn_for(socket_dir: Path) -> str:
+    """The DSN of a throwaway cluster whose socket lives in ``socket_dir``."""
+    return f"host={socket_dir} port={_PORT} user=postgres dbname=postgres"
 
 
 def _wait_ready(bindir: Path, root: Path, proc: subprocess.Popen[bytes], log: Path) -> None:
@@ -155,6 +161,13 @@ def _wait_ready(bindir: Path, root: Path, proc: subprocess.Popen[bytes], log: Pa
         time.sleep(0.1)
 
 
+def unavailable(exc: Exception) -> NoReturn:
+    """Fail (in CI, where PostgreSQL must be there) or skip (on a developer machine) with the reason."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"PostgreSQL is required in CI (CI={os.environ['CI']}): {exc}", pytrace=False)
+    pytest.skip(f"PostgreSQL unavailable: {exc}")
+
+
 @pytest.fixture(scope="session")
 def pg_dsn() -> Iterator[str]:
     """DSN of a PostgreSQL server for the test session (``CTXCORE_TEST_PG_DSN`` or a throwaway cluster)."""
@@ -166,9 +179,7 @@ def pg_dsn() -> Iterator[str]:
         cluster = throwaway_cluster()
         dsn = cluster.__enter__()
     except PostgresUnavailable as exc:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"PostgreSQL is required in CI: {exc}", pytrace=False)
-        pytest.skip(f"PostgreSQL unavailable: {exc}")
+        unavailable(exc)
     try:
         yield dsn
     finally:
