@@ -49,7 +49,7 @@ def same_json(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float):
         return a == b and math.copysign(1, a) == math.copysign(1, b)
     return bool(a == b)

@@ -44,7 +44,7 @@ def _child_exit(code: int, err_fd: int | None = None, message: str = "") -> None
 
 def _read_lines(fd: int) -> list[str]:
     """Everything left in the pipe until EOF, as lines."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 65536)
         if not chunk:

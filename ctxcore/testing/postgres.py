@@ -49,7 +49,7 @@ def find_bindir() -> Path | None:
     if os.environ.get("CTXCORE_PG_BINDIR"):
         chosen = Path(os.environ["CTXCORE_PG_BINDIR"])
         return chosen if (chosen / "initdb").is_file() and (chosen / "postgres").is_file() else None
-    candidates = []
+    candidates: list[Path] = []
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: [int(x) for x in Path(p).parent.name.split(".") if x.isdigit()])
     candidates.extend(Path(p) for p in reversed(versions))
     which = shutil.which("initdb")

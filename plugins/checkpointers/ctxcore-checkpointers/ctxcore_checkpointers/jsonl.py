@@ -78,7 +78,7 @@ def _makedirs_durable(path: Path) -> None:
 
 
 def _read_all(fd: int, start: int = 0) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     pos = start
     while True:
         chunk = os.pread(fd, 1 << 20, pos)
