@@ -3,7 +3,8 @@
 Backends live in plugin distributions that never import each other, so the rules
 they must agree on live here:
 
-- a thread id is a non-empty string without lone surrogates; a step is an int >= 0
+- a thread id is a non-empty string of at most 512 characters without lone
+  surrogates; a step is an int >= 0
   and each saved step must be newer than the thread's latest (:class:`StaleWrite`);
 - a value is stored as JSON text that decodes to an equal value of the same types,
   so anything that would not come back exactly (tuples, non-string keys, NaN, lone
@@ -23,6 +24,7 @@ from typing import Any
 from ctxcore.errors import CtxError, StaleWrite
 
 __all__ = [
+    "MAX_THREAD_ID",
     "UnstorableState",
     "EncodedCheckpoint",
     "AsyncCheckpointerMixin",
@@ -37,6 +39,10 @@ __all__ = [
 ]
 
 
+#: longest thread id, in characters (keeps it indexable by every backend, PostgreSQL's btree included).
+MAX_THREAD_ID = 512
+
+
 class UnstorableState(CtxError, ValueError):
     """A value passed to ``save_checkpoint`` cannot be stored as exact JSON; nothing was written."""
 
@@ -47,6 +53,8 @@ def check_thread_id(thread_id: Any) -> str:
         raise TypeError(f"thread_id must be a str, got {type(thread_id).__name__}")
     if not thread_id:
         raise ValueError("thread_id must be a non-empty string")
+    if len(thread_id) > MAX_THREAD_ID:
+        raise ValueError(f"thread_id is {len(thread_id)} characters long; at most {MAX_THREAD_ID} are allowed")
     if not _utf8_ok(thread_id):
         raise UnstorableState(f"thread_id {thread_id!r} contains a lone surrogate and cannot be stored")
     return thread_id

@@ -109,14 +109,17 @@ class CheckpointerContract:
         cp.delete_thread("nobody")
         assert cp.prune("nobody", keep_last=1) == 0
 
-    def test_null_returns_none_after_save(self, cp: Any) -> None:
-        """A backend that stores nothing reads every thread as new, even right after a save."""
-        if self.stores:
-            pytest.skip("this backend stores checkpoints")
+    def test_save_then_read(self, cp: Any) -> None:
+        """A save is visible to the next read (a backend that stores nothing reads every thread as new)."""
         cp.save_checkpoint("t", 1, {"x": 1})
-        assert cp.get_checkpoint("t") is None
-        assert cp.list_threads() == []
-        assert cp.list_checkpoints("t") == []
+        if self.stores:
+            assert cp.get_checkpoint("t")["state_dump"] == {"x": 1}
+            assert cp.list_threads() == ["t"]
+            assert len(cp.list_checkpoints("t")) == 1
+        else:
+            assert cp.get_checkpoint("t") is None
+            assert cp.list_threads() == []
+            assert cp.list_checkpoints("t") == []
 
     # ------------------------------------------------------------ saving and reading
     def test_round_trip_of_every_field(self, cp: Any) -> None:
@@ -174,10 +177,12 @@ class CheckpointerContract:
     def test_threads_are_isolated_and_listed_sorted(self, cp: Any) -> None:
         """Each thread has its own history; list_threads returns every thread, sorted."""
         self._needs_storage()
-        for thread in ("b", "a", "c/with/slashes", "ünï 😀", ".", "..", "%2F", "x" * 300):
+        threads = ["b", "a", "c/with/slashes", "ünï 😀", ".", "..", "%2F", "x" * 300, "😀" * 512]
+        for thread in threads:
             cp.save_checkpoint(thread, 1, {"thread": thread})
         cp.save_checkpoint("a", 2, {"thread": "a", "again": True})
-        assert cp.list_threads() == sorted(["b", "a", "c/with/slashes", "ünï 😀", ".", "..", "%2F", "x" * 300])
+        assert cp.list_threads() == sorted(threads)
+        assert cp.get_checkpoint("😀" * 512)["state_dump"] == {"thread": "😀" * 512}
         assert cp.get_checkpoint("b")["state_dump"] == {"thread": "b"}
         assert cp.get_checkpoint("x" * 300)["state_dump"] == {"thread": "x" * 300}
         assert cp.get_checkpoint("%2F")["state_dump"] == {"thread": "%2F"}
@@ -210,7 +215,7 @@ class CheckpointerContract:
         for step in (-1, 1.0, True, "1", None):
             with pytest.raises((TypeError, ValueError)):
                 cp.save_checkpoint("t", step, {})
-        for thread in ("", None, 3):
+        for thread in ("", None, 3, "x" * 513):
             with pytest.raises((TypeError, ValueError)):
                 cp.save_checkpoint(thread, 1, {})
             with pytest.raises((TypeError, ValueError)):

@@ -15,12 +15,12 @@ import fcntl
 import hashlib
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import quote, unquote
 
-from contextlib import contextmanager
 from pydantic import BaseModel, ConfigDict
 
 from ctxcore.checkpoints import AsyncCheckpointerMixin, check_keep_last, check_thread_id, encode_checkpoint, ensure_newer
