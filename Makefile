@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PACKAGES := -e . $(foreach p,$(wildcard plugins/*/*/pyproject.toml),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean test-mem0 bench-counters
+.PHONY: install demo test lint clean test-mem0 bench-counters postgres
 
 install: $(STAMP)
 
@@ -23,8 +23,21 @@ demo: install
 	@echo "== build (messages on stdout, the explanation on stderr)"
 	$(VENV)/bin/ctx build examples/coding-agent.yaml --state examples/conversation.json --explain
 
-test: install lint
+test: install lint postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# PostgreSQL binaries for the persistence tests, which start (and stop) a throwaway
+# cluster themselves; nothing to do when CTXCORE_TEST_PG_DSN names a server.
+postgres:
+	@if [ -n "$$CTXCORE_TEST_PG_DSN" ] || command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "== installing PostgreSQL with apt-get"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	else \
+	  echo "warning: PostgreSQL is not installed (needs root and apt-get here): install it or set CTXCORE_TEST_PG_DSN;" \
+	       "the PostgreSQL tests skip, and fail when CI is set" >&2; \
+	fi
 
 # Pyflakes, syntax and bugbear checks, and types of the core and every plugin package.
 lint: install

@@ -93,11 +93,19 @@ class Checkpointer(Protocol):
         tree_state: dict[str, Any] | None = None,
         runtime_metadata: dict[str, Any] | None = None,
     ) -> None:
-        """Durably store the state of ``thread_id`` at ``step``."""
+        """Durably store the state of ``thread_id`` at ``step``.
+
+        ``step`` must be newer than the thread's latest stored step (else ``StaleWrite``);
+        values that JSON cannot return exactly are refused before anything is written.
+        """
         ...
 
     def get_checkpoint(self, thread_id: str) -> dict[str, Any] | None:
-        """The latest checkpoint of the thread, or ``None``."""
+        """The latest checkpoint of the thread, or ``None``.
+
+        A dict with ``thread_id``, ``step``, ``state_dump``, ``tree_state``,
+        ``runtime_metadata`` and ``created_at`` (ISO 8601 UTC).
+        """
         ...
 
     def list_threads(self) -> list[str]:
@@ -134,6 +142,22 @@ class AsyncCheckpointer(Protocol):
 
     async def aget_checkpoint(self, thread_id: str) -> dict[str, Any] | None:
         """Async form of :meth:`Checkpointer.get_checkpoint`."""
+        ...
+
+    async def alist_threads(self) -> list[str]:
+        """Async form of :meth:`Checkpointer.list_threads`."""
+        ...
+
+    async def alist_checkpoints(self, thread_id: str) -> list[dict[str, Any]]:
+        """Async form of :meth:`Checkpointer.list_checkpoints`."""
+        ...
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async form of :meth:`Checkpointer.delete_thread`."""
+        ...
+
+    async def aprune(self, thread_id: str, keep_last: int) -> int:
+        """Async form of :meth:`Checkpointer.prune`."""
         ...
 
 
