@@ -202,7 +202,15 @@ class JsonlCheckpointer(AsyncCheckpointerMixin):
             if opened is None:
                 return None
             data = _read_all(opened[0])
-        return data, scan(data, file=str(file)), file
+            st = os.fstat(opened[0])
+        result = scan(data, file=str(file))
+        last = result.last
+        if last is not None:
+            # An agent reads its thread and then saves: let that save skip the rescan.
+            step = record_step(data, last, file=str(file))
+            with self._tails_lock:
+                self._tails[file] = _Tail(st.st_dev, st.st_ino, result.valid_end, last.start, last.seq, step)
+        return data, result, file
 
     def get_checkpoint(self, thread_id: str) -> dict[str, Any] | None:
         """The newest complete record of the thread (a torn last record is ignored), or ``None``."""

@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from ctxcore_postgres.checkpointer import PostgresCheckpointer, PostgresCheckpointerConfig
-from ctxcore_postgres.connection import PgConfig, PgDatabase, SchemaTooNew
+from ctxcore_postgres.connection import PgConfig, PgDatabase, PgUnavailable, SchemaTooNew
 
-__all__ = ["PgConfig", "PgDatabase", "PostgresCheckpointer", "PostgresCheckpointerConfig", "SchemaTooNew"]
+__all__ = ["PgConfig", "PgDatabase", "PgUnavailable", "PostgresCheckpointer", "PostgresCheckpointerConfig", "SchemaTooNew"]

@@ -20,10 +20,16 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["PgConfig", "PgDatabase", "SchemaTooNew"]
+from ctxcore.errors import CtxError
+
+__all__ = ["PgConfig", "PgDatabase", "PgUnavailable", "SchemaTooNew"]
 
 # Pools a forked child inherited: never used, never closed (see module docstring).
 _INHERITED: list[Any] = []
+
+
+class PgUnavailable(CtxError, ConnectionError):
+    """The server cannot be reached with the configured DSN; the message carries the server's reason."""
 
 
 class SchemaTooNew(RuntimeError):
@@ -75,13 +81,33 @@ class PgDatabase:
                     _INHERITED.append(self._pool)
                 self._pool, self._pid, self._ready = None, os.getpid(), set()
             if self._pool is None:
-                from psycopg_pool import ConnectionPool
-
-                self._pool = ConnectionPool(
-                    self.dsn, min_size=self.min_size, max_size=self.max_size, timeout=self.timeout,
-                    open=True, name=f"ctxcore-{self.schema}",
-                )
+                self._pool = self._open_pool()
             return self._pool
+
+    def _open_pool(self) -> Any:
+        from psycopg_pool import ConnectionPool, PoolTimeout
+
+        pool = ConnectionPool(
+            self.dsn, min_size=self.min_size, max_size=self.max_size, timeout=self.timeout,
+            open=True, name=f"ctxcore-{self.schema}",
+        )
+        if self.min_size:
+            try:
+                pool.wait(timeout=self.timeout)
+            except PoolTimeout as exc:
+                pool.close()
+                raise self._unreachable() from exc
+        return pool
+
+    def _unreachable(self) -> PgUnavailable:
+        """The pool only says it timed out; one direct attempt gives the server's reason."""
+        import psycopg
+
+        try:
+            psycopg.connect(self.dsn, connect_timeout=5).close()
+        except psycopg.Error as exc:
+            return PgUnavailable(f"cannot connect to PostgreSQL: {str(exc).strip()} (check the checkpointer's dsn)")
+        return PgUnavailable(f"no PostgreSQL connection within {self.timeout:g}s (check the dsn, the server's load and max_connections)")
 
     def connection(self) -> Any:
         """A pooled connection as a context manager (commits on success, rolls back on error)."""

@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from ctxcore_postgres import PgDatabase, PostgresCheckpointer, SchemaTooNew
+from ctxcore_postgres import PgDatabase, PgUnavailable, PostgresCheckpointer, SchemaTooNew
 from psycopg import sql
 
 from ctxcore.errors import StaleWrite
@@ -150,3 +150,10 @@ def test_configured_from_a_pipeline(pg_dsn: str, pg_schema: str) -> None:
     cp.save_checkpoint("t", 1, {"ok": True})
     assert cp.get_checkpoint("t")["state_dump"] == {"ok": True}
     cp.close()
+
+
+def test_unreachable_server_says_why(tmp_path: Any) -> None:
+    """A DSN nobody answers fails within the timeout with the server-side reason, not a bare pool timeout."""
+    cp = PostgresCheckpointer(PgDatabase(f"host={tmp_path} port=5432 dbname=nothing user=nobody", timeout=1))
+    with pytest.raises(PgUnavailable, match="cannot connect to PostgreSQL: .*No such file or directory"):
+        cp.save_checkpoint("t", 1, {})
