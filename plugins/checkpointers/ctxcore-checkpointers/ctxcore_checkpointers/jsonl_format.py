@@ -82,6 +82,19 @@ def _check_line(data: bytes, start: int, end: int) -> tuple[int, int, int] | Non
     return seq, body_start, body_end
 
 
+def _complete_record_in(data: bytes, start: int) -> int | None:
+    """Offset of the first record at or after ``start`` that verifies up to its newline, if any."""
+    pos = data.find(_START, start)
+    while pos >= 0:
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            return None
+        if _check_line(data, pos, nl) is not None:
+            return pos
+        pos = data.find(_START, pos + 1)
+    return None
+
+
 def scan(data: bytes, *, file: str, base: int = 0, prev_seq: int | None = None) -> Scan:
     """Check every line of ``data`` (the file's bytes from offset ``base``).
 
@@ -122,7 +135,17 @@ def scan(data: bytes, *, file: str, base: int = 0, prev_seq: int | None = None) 
             result.records.append(LineRef(base + pos, base + nl + 1, seq, base + body_start, base + body_end))
             result.valid_end = base + nl + 1
         pos = nl + 1
-    starts = data.count(_START, result.valid_end - base)
+    tail_at = result.valid_end - base
+    complete = _complete_record_in(data, tail_at)
+    if complete is not None:
+        # A torn write leaves at most a partial last record; a record that verifies
+        # after damaged bytes means the damage is not at the end of the file.
+        raise CheckpointCorrupt(
+            f"{file}: damaged bytes at offset {result.valid_end} before the valid record at offset {base + complete}; "
+            f"only a torn last record is repaired automatically — restore the file from a backup, or cut it at "
+            f"offset {result.valid_end} to knowingly fall back to older checkpoints"
+        )
+    starts = data.count(_START, tail_at)
     if starts > 1:
         # A crash tears at most one record (the last write); several record starts in
         # the damaged tail mean earlier records lost their line breaks or checksums.

@@ -123,6 +123,12 @@ class TestMidFileDamage:
             fresh.prune("t", keep_last=1)
         assert file.read_bytes() == before  # nothing was appended to or cut from a corrupt file
 
+    def test_a_zeroed_middle_record_raises(self, tmp_path: Path) -> None:
+        """A whole middle record (its newline included) overwritten with NULs is mid-file damage, not a torn tail."""
+        _, file, data, starts = _three(tmp_path)
+        file.write_bytes(data[: starts[1]] + b"\x00" * (starts[2] - starts[1]) + data[starts[2] :])
+        self._all_calls_raise(tmp_path, file)
+
     def test_every_changed_byte_before_the_last_record_raises(self, tmp_path: Path) -> None:
         """Changing any single byte of an earlier record (newlines included) raises CheckpointCorrupt."""
         _, file, data, starts = _three(tmp_path)
