@@ -246,3 +246,35 @@ def test_seeded_shares_with_tool_rounds(share: float) -> None:
     assert isinstance(result, BuiltContext)
     validate_request(result.messages, "anthropic")
     assert result.report.total_tokens <= window
+
+
+@PROFILE
+@given(scenarios(), st.sampled_from(["ladder", "recent", "continuity"]))
+def test_full_build_with_compaction_is_provider_legal(scenario, strategy: str) -> None:
+    """Compaction (then token_budget) in a full build: every reduction still gives a request both providers accept.
+
+    The ladder's placeholders, trim markers and summaries are new messages, so the
+    subsequence property does not apply; legality, protected content and the budget do.
+    """
+    from ctxcore_filters import Compaction, CompactionConfig
+
+    msgs, counter, tools, window, reserve, margin, limit, target = scenario
+    budget = ModelBudget(context_window=window, reserve_output_tokens=reserve, safety_margin=margin)
+    compaction = Compaction(CompactionConfig.model_validate({"strategy": strategy, "on_overflow": "warn"}))
+    builder = ContextBuilder([Fixed(msgs)], [compaction, TokenBudget()], counter, budget=budget, target=target)
+    try:
+        result = builder.build({"tools": tools})
+    except InvalidHistory as exc:
+        assert _tail_is_broken(msgs) or (target.provider == "anthropic" and "at least one user message" in str(exc)), exc
+        return
+    except BudgetExceeded:
+        return
+    for provider in ("openai", "anthropic"):
+        if provider == "anthropic" and not any(m.role == "user" for m in result.messages):
+            continue  # an OpenAI request may be system-only; Anthropic's renderer refuses it (tested above)
+        validate_request(list(result.messages), provider)
+    kept = {m.id for m in result.messages}
+    for m in msgs:
+        if m.zone == "protected" and m.role != "tool" and not _tail_is_broken(msgs):
+            assert m.id in kept or any(r.id == m.id and r.by == "sanitize" for r in result.report.dropped), m
+    assert result.report.total_tokens <= budget.max_input_tokens
