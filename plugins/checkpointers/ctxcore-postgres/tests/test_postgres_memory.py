@@ -56,9 +56,9 @@ def store(pg_dsn: str, pg_schema: str) -> Iterator[PostgresMemoryStore]:
 
 
 def test_recall_on_the_labelled_set(store: PostgresMemoryStore) -> None:
-    """Stemmed OR queries ranked by ts_rank_cd find the labelled memories (measured 0.95 at k=5, 0.80 at k=1)."""
+    """Stemmed OR queries ranked by ts_rank_cd find the labelled memories (measured 0.975 at k=5, 0.85 at k=1)."""
     assert recall_at_k(store, k=5, namespace="k5").recall >= 0.9
-    assert recall_at_k(store, k=1, namespace="k1").recall >= 0.7
+    assert recall_at_k(store, k=1, namespace="k1").recall >= 0.8
 
 
 def test_stemming_and_partial_overlap(store: PostgresMemoryStore) -> None:
