@@ -21,7 +21,9 @@ of the same ``EXISTS`` clause per filter.
 The query is split into words (``ctxcore.memory.tokenize``) and the words are
 OR-ed (``to_tsquery`` over single-quoted words, which never contain quote or
 operator characters), so a long question still finds memories sharing only
-some of its words, as BM25 does; ``ts_rank_cd`` (or ``ts_rank``) orders them.
+some of its words, as BM25 does; ``ts_rank_cd`` (or ``ts_rank``) orders them,
+by default divided by 1 + log(length) (normalization 1), as BM25 favours
+short documents.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class PostgresMemoryConfig(PgConfig):
     text_search_config: str = Field(default="english", pattern=_CONFIG_NAME, max_length=127)
     #: ranking function: ``ts_rank_cd`` (cover density) or ``ts_rank`` (term frequency).
     ranking: Literal["ts_rank_cd", "ts_rank"] = "ts_rank_cd"
+    #: rank normalization bit mask (PostgreSQL docs, "Ranking Search Results"); 1 divides by 1 + log(length).
+    normalization: int = Field(default=1, ge=0, le=63)
 
 
 def _migrations(db: PgDatabase) -> list[list[Any]]:
@@ -86,14 +90,17 @@ class PostgresMemoryStore(MemoryStoreBase):
     """Memories in a PostgreSQL schema, shared by every worker that connects to it."""
 
     def __init__(self, db: PgDatabase, *, text_search_config: str = "english",
-                 ranking: Literal["ts_rank_cd", "ts_rank"] = "ts_rank_cd") -> None:
+                 ranking: Literal["ts_rank_cd", "ts_rank"] = "ts_rank_cd", normalization: int = 1) -> None:
         if ranking not in ("ts_rank_cd", "ts_rank"):
             raise ValueError(f"ranking must be 'ts_rank_cd' or 'ts_rank', got {ranking!r}")
+        if isinstance(normalization, bool) or not isinstance(normalization, int) or not 0 <= normalization <= 63:
+            raise ValueError(f"normalization must be an integer bit mask 0-63, got {normalization!r}")
         from psycopg import sql
 
         self.db = db
         self.text_search_config = text_search_config
         self.ranking = ranking
+        self.normalization = normalization
         self._memories = db.ident("ctx_memories")
         self._meta = db.ident("ctx_memory_meta")
         self._rank = sql.Identifier("pg_catalog", ranking)
@@ -102,7 +109,8 @@ class PostgresMemoryStore(MemoryStoreBase):
     @classmethod
     def from_config(cls, config: PostgresMemoryConfig) -> PostgresMemoryStore:
         """A store with its own pool for ``config``."""
-        return cls(PgDatabase.from_config(config), text_search_config=config.text_search_config, ranking=config.ranking)
+        return cls(PgDatabase.from_config(config), text_search_config=config.text_search_config, ranking=config.ranking,
+                   normalization=config.normalization)
 
     # ----------------------------------------------------------- connection
     def _conn(self) -> Any:
@@ -182,11 +190,11 @@ class PostgresMemoryStore(MemoryStoreBase):
             return []
         clause = sql.SQL(" AND EXISTS (SELECT 1 FROM {} f WHERE f.memory_seq = m.seq AND f.key = %s AND f.value = %s)").format(self._meta)
         statement = sql.SQL(
-            "SELECT m.id, m.content, m.content_raw, m.metadata, m.created_at, {rank}(m.tsv, q) AS score "
+            "SELECT m.id, m.content, m.content_raw, m.metadata, m.created_at, {rank}(m.tsv, q, %s) AS score "
             "FROM {m} m, to_tsquery(%s::regconfig, %s) q WHERE m.namespace = %s AND m.tsv @@ q"
         ).format(rank=self._rank, m=self._memories) + sql.SQL("").join([clause] * len(filters)) + sql.SQL(
             " ORDER BY score DESC, m.seq DESC LIMIT %s")
-        params: list[Any] = [self.text_search_config, tsquery, ns]
+        params: list[Any] = [self.normalization, self.text_search_config, tsquery, ns]
         for key, value in filters.items():
             params += [json.dumps(key, ensure_ascii=False), value]
         params.append(limit)

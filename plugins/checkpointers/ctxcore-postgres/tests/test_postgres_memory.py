@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import multiprocessing
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
 import psycopg
 import pytest
 from ctxcore_postgres import PgDatabase, PostgresMemoryStore
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from psycopg import sql
 
 from ctxcore.errors import ConfigError
@@ -56,17 +59,18 @@ def store(pg_dsn: str, pg_schema: str) -> Iterator[PostgresMemoryStore]:
 
 
 def test_recall_on_the_labelled_set(store: PostgresMemoryStore) -> None:
-    """Stemmed OR queries ranked by ts_rank_cd find the labelled memories (measured 0.975 at k=5, 0.85 at k=1)."""
+    """Stemmed OR queries ranked by ts_rank_cd find the labelled memories (measured 0.975 at k=5, 0.90 at k=1)."""
     assert recall_at_k(store, k=5, namespace="k5").recall >= 0.9
-    assert recall_at_k(store, k=1, namespace="k1").recall >= 0.8
+    assert recall_at_k(store, k=1, namespace="k1").recall >= 0.85
 
 
 def test_stemming_and_partial_overlap(store: PostgresMemoryStore) -> None:
-    """'running' finds 'runs', and a question sharing one word of many still finds the memory."""
+    """'running' finds 'runs', a question sharing one word of many still finds the memory, stop words find nothing."""
     store.record("Priya runs half marathons")
     store.record("The office closes at six")
     found = store.retrieve("how fast is she when running a marathon?", limit=2)
     assert found and "marathons" in found[0].content
+    assert store.retrieve("is the of and", limit=2) == []  # only stop words: nothing to look for, no error
 
 
 def test_simple_config_does_not_stem(pg_dsn: str, pg_schema: str) -> None:
@@ -216,6 +220,30 @@ def test_bad_config_values_are_refused(pg_dsn: str) -> None:
     from ctxcore.pipeline import Pipeline
 
     host = fresh_host(("ctxcore-counters", ctxcore_counters.plugin), ("ctxcore-postgres", ctxcore_postgres.plugin))
-    for extra in ("text_search_config: \"english'; --\"", "ranking: bm25"):
+    for extra in ("text_search_config: \"english'; --\"", "ranking: bm25", "normalization: 64", "normalization: -1"):
         with pytest.raises(ConfigError):
             Pipeline.from_string(f"version: 1\nmemory:\n  type: postgres\n  dsn: x\n  {extra}\n", host=host)
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)  # NUL and non-BMP included
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_TEXT, metadata=st.dictionaries(_TEXT.filter(bool), _JSON, max_size=4))
+def test_any_text_and_metadata_round_trip(pg_dsn: str, pg_schema: str, text: str, metadata: dict[str, Any]) -> None:
+    """Any storable text and JSON metadata (NUL, non-BMP, nesting, big numbers) come back exactly."""
+    store = _make(pg_dsn, pg_schema)
+    try:
+        uid = uuid.uuid4().hex
+        content = f"{text} zqmarker"
+        meta = {**metadata, "uid": uid}
+        item = store.record(content, metadata=meta)[0]
+        found = store.retrieve("zqmarker", limit=5, filters={"uid": uid})
+        assert [(i.id, i.content, i.metadata) for i in found] == [(item.id, content, meta)]
+    finally:
+        store.close()
