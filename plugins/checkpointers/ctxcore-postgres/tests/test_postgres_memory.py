@@ -247,3 +247,27 @@ def test_any_text_and_metadata_round_trip(pg_dsn: str, pg_schema: str, text: str
         assert [(i.id, i.content, i.metadata) for i in found] == [(item.id, content, meta)]
     finally:
         store.close()
+
+
+def test_cli_add_and_search_on_postgres(pg_dsn: str, pg_schema: str, tmp_path: Path) -> None:
+    """`ctx memory add|search` in real subprocesses on a pipeline whose `memory:` line names postgres."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    pipeline = tmp_path / "agent.yaml"
+    pipeline.write_text(f"version: 1\nmemory: {{type: postgres, dsn: '${{PG_DSN}}', schema: {pg_schema}}}\n")
+    env = {**os.environ, "PG_DSN": pg_dsn}
+
+    def ctx(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "ctxcore.cli", "memory", *args, "--pipeline", str(pipeline)],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    ctx("add", "Priya prefers tabs over spaces", "-n", "priya", "--meta", "topic=style")
+    ctx("add", "Priya's build runs on GitLab CI", "-n", "priya")
+    items = json.loads(ctx("search", "does she like tabs?", "-n", "priya", "--json"))
+    assert items[0]["content"] == "Priya prefers tabs over spaces" and items[0]["metadata"] == {"topic": "style"}
+    assert json.loads(ctx("search", "tabs", "-n", "sam", "--json")) == []
