@@ -25,6 +25,7 @@ demo: install
 
 test: install lint postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-mem0
 
 # PostgreSQL binaries for the persistence tests, which start (and stop) a throwaway
 # cluster themselves; nothing to do when CTXCORE_TEST_PG_DSN names a server.
@@ -45,7 +46,9 @@ lint: install
 	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
 	$(foreach p,$(wildcard plugins/*/*/pyproject.toml),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
 
-# The mem0 adapter against the real mem0ai library (large: its own venv, not part of `make test`).
+# The mem0 adapter against the real mem0ai library, offline (embedded Qdrant, a local
+# OpenAI-protocol stub for embeddings and extraction). mem0ai and its ~200 MB of
+# dependencies get their own venv so the main one stays lean; `make test` runs it.
 MEM0_VENV ?= .venv-mem0
 test-mem0:
 	@test -x $(MEM0_VENV)/bin/python || $(PYTHON) -m venv $(MEM0_VENV)
