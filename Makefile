@@ -22,6 +22,18 @@ demo: install
 	$(VENV)/bin/ctx pipeline validate examples/coding-agent.yaml
 	@echo "== build (messages on stdout, the explanation on stderr)"
 	$(VENV)/bin/ctx build examples/coding-agent.yaml --state examples/conversation.json --explain
+	@echo "== explain: an Anthropic request with tool schemas, an interrupted call backfilled, the user's question recovered"
+	$(VENV)/bin/ctx explain examples/budgeting.yaml --state examples/interrupted.json
+	@echo "== the agent preset (workspace examples/, a fixed clock)"
+	CTX_WORKSPACE=examples $(VENV)/bin/ctx build --preset agent --state examples/agent-state.json --runtime now=2026-03-01T09:30:00+00:00
+	@echo "== token counters against tiktoken o200k_base on a shipped corpus"
+	$(VENV)/bin/ctx counters compare bench/corpora/mixed_technical.txt --reference tiktoken:o200k_base
+	@echo "== long-term memory: a SQLite store in a temporary directory (removed afterwards)"
+	@bash -ec 'dir=$$(mktemp -d); trap "rm -rf $$dir" EXIT; export CTX_MEMORY_DB=$$dir/memory.db; set -x; \
+	$(VENV)/bin/ctx memory add "Ada prefers tabs over spaces in Python code" --pipeline examples/memory-demo.yaml -n ada --meta topic=style; \
+	$(VENV)/bin/ctx memory add "Ada deploys only on Tuesdays" --pipeline examples/memory-demo.yaml -n ada --meta topic=ops; \
+	$(VENV)/bin/ctx memory search "tabs or spaces?" --pipeline examples/memory-demo.yaml -n ada; \
+	$(VENV)/bin/ctx build examples/memory-demo.yaml --state examples/memory-state.json --runtime memory_namespace=ada'
 
 test: install lint postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
