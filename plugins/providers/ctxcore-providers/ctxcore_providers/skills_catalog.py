@@ -65,6 +65,7 @@ class Skill:
 
 
 def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
+    text = text.removeprefix("\ufeff")  # editors on Windows write a byte order mark
     if not text.startswith("---"):
         raise ValueError(f"{where}: SKILL.md must start with a '---' YAML front matter block")
     end = text.find("\n---", 3)
@@ -74,6 +75,8 @@ def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
         meta = yaml.safe_load(text[3:end]) or {}
     except yaml.YAMLError as exc:
         raise ValueError(f"{where}: invalid YAML front matter: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{where}: front matter is nested too deeply") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{where}: front matter must be a mapping")
     body = text[end + 4:].lstrip("-").lstrip("\n")
@@ -103,6 +106,11 @@ def parse_skill(path: Path, *, origin: str = "", env: Mapping[str, str] | None =
     description = meta.get("description")
     if not isinstance(name, str) or not isinstance(description, str) or not description.strip():
         raise ValueError(f"{where}: front matter needs 'name' and 'description' strings")
+    if not name.strip() or not name.isprintable():
+        raise ValueError(f"{where}: 'name' must be one line of printable text, not {name!r}")
+    always = meta.get("always", False)
+    if not isinstance(always, bool):
+        raise ValueError(f"{where}: 'always' must be true or false (unquoted), not {always!r}")
     requires = meta.get("requires") or {}
     if not isinstance(requires, dict):
         raise ValueError(f"{where}: 'requires' must be a mapping like {{bins: [...], env: [...]}}")
@@ -115,7 +123,7 @@ def parse_skill(path: Path, *, origin: str = "", env: Mapping[str, str] | None =
     )[:MAX_RESOURCES]
     return Skill(
         name=name, description=" ".join(description.split()), path=path, body=body,
-        always=bool(meta.get("always", False)), bins=bins, env=envs, origin=origin,
+        always=always, bins=bins, env=envs, origin=origin,
         resources=tuple(resources),
         missing_bins=tuple(b for b in bins if which(b) is None),
         missing_env=tuple(e for e in envs if not env.get(e)),
