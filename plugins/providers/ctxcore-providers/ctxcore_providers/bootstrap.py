@@ -33,7 +33,7 @@ from ctxcore_providers._render import Trust, context_message
 log = structlog.get_logger("ctxcore_providers.bootstrap")
 
 DEFAULT_FILES = ("AGENTS.md", "SOUL.md", "USER.md")
-_IMPORT = re.compile(r"^[ \t]*@import[ \t]+(\S+)[ \t]*$", re.MULTILINE)
+_IMPORT = re.compile(r"^[ \t]*@import[ \t]+(\S+)[ \t\r]*$", re.MULTILINE)  # \r: CRLF files
 MAX_IMPORT_DEPTH = 5
 #: at most this many imports are inlined into one top-level file (their bytes also count against max_bytes).
 MAX_IMPORTS = 100

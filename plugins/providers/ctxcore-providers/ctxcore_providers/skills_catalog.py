@@ -18,6 +18,7 @@ re-read only when a ``SKILL.md`` (or a skills directory listing) changes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -77,6 +78,8 @@ def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
         raise ValueError(f"{where}: invalid YAML front matter: {exc}") from None
     except RecursionError:
         raise ValueError(f"{where}: front matter is nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # e.g. a date like 2026-13-45
+        raise ValueError(f"{where}: invalid value in front matter: {exc}") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{where}: front matter must be a mapping")
     body = text[end + 4:].lstrip("-").lstrip("\n")
@@ -176,5 +179,14 @@ class SkillsCatalog:
         return skills, deps
 
     def skills(self) -> list[Skill]:
-        """The effective skills, sorted by name (cached until a file changes)."""
-        return self.cache.get(self._scan)
+        """The effective skills, sorted by name (parsed again only when a file changes; requirements checked each call)."""
+        env = os.environ if self.env is None else self.env
+        out = []
+        for s in self.cache.get(self._scan):
+            if s.bins or s.env:  # re-checked every call: a binary installed or a variable set later counts
+                bins = tuple(b for b in s.bins if self.which(b) is None)
+                envs = tuple(e for e in s.env if not env.get(e))
+                if (bins, envs) != (s.missing_bins, s.missing_env):
+                    s = dataclasses.replace(s, missing_bins=bins, missing_env=envs)
+            out.append(s)
+        return out

@@ -165,3 +165,28 @@ class TestMarkers:
     def test_attachment_path_with_nul_is_a_reference(self) -> None:
         images, refs = attachment_blocks(["a\x00b.png"])
         assert images == [] and len(refs) == 1
+
+
+class TestDemandingUser:
+    def test_crlf_import_lines_are_inlined(self, ws: Path) -> None:
+        (ws / "style.md").write_bytes(b"Use tabs.\r\n")
+        (ws / "AGENTS.md").write_bytes(b"Rules:\r\n@import style.md\r\nEnd.\r\n")
+        out = text_of(BootstrapFiles(ws, ["AGENTS.md"]))
+        assert "Use tabs." in out and "@import" not in out
+
+    def test_requirement_met_later_makes_the_skill_available(self, tmp_path: Path) -> None:
+        from ctxcore_providers.skills_catalog import SkillsCatalog
+
+        skill(tmp_path, "---\nname: x\ndescription: d\nrequires: {env: [X_TOKEN], bins: [xtool]}\n---\nbody\n")
+        env: dict[str, str] = {}
+        bins: dict[str, str] = {}
+        catalog = SkillsCatalog([tmp_path / "skills"], env=env, which=bins.get)
+        assert not catalog.skills()[0].available
+        env["X_TOKEN"] = "1"
+        bins["xtool"] = "/usr/bin/xtool"
+        assert catalog.skills()[0].available
+
+    def test_invalid_date_in_front_matter_names_the_file(self, tmp_path: Path) -> None:
+        path = skill(tmp_path, "---\nname: x\ndescription: d\nupdated: 2026-13-45\n---\nbody\n")
+        with pytest.raises(ValueError, match="SKILL.md"):
+            parse_skill(path)
