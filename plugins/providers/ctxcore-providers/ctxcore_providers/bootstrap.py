@@ -104,6 +104,7 @@ class BootstrapFiles:
         layers = self._layers()
         for name in self.files:
             parts = []
+            seen: set[Path] = set()  # a layer's file symlinked to another layer's is read once
             if self.subdir:
                 deps.append(self.root / self.subdir / name)  # a subdirectory created later is noticed
             for layer in layers:
@@ -111,8 +112,9 @@ class BootstrapFiles:
                 self._budget = [self.max_bytes, MAX_IMPORTS]
                 try:
                     path = confined_file(layer, name, max_bytes=self.max_bytes, allowed_roots=self._allowed())
-                    if path is None:
+                    if path is None or path in seen:
                         continue
+                    seen.add(path)
                     deps.append(path)
                     parts.append(self._expand(path, read_text(path, max_bytes=self.max_bytes), [path], deps).strip())
                 except FileRefused as exc:

@@ -190,3 +190,42 @@ class TestDemandingUser:
         path = skill(tmp_path, "---\nname: x\ndescription: d\nupdated: 2026-13-45\n---\nbody\n")
         with pytest.raises(ValueError, match="SKILL.md"):
             parse_skill(path)
+
+    def test_layer_file_symlinked_to_the_root_file_renders_once(self, ws: Path) -> None:
+        (ws / "pkg").mkdir()
+        (ws / "pkg" / "AGENTS.md").symlink_to(ws / "AGENTS.md")
+        out = text_of(BootstrapFiles(ws, ["AGENTS.md"], subdir="pkg"))
+        assert out.count("aaaa") == 1
+
+
+_SEGMENTS = ["a", "b", "..", ".", "out", "in", "loop", "AGENTS.md", "secret.md", "fifo"]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("tree")
+    (base / "secret.md").write_text("SECRET")
+    root = base / "ws"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "AGENTS.md").write_text("ok")
+    (root / "a" / "AGENTS.md").write_text("ok")
+    (root / "a" / "out").symlink_to(base)  # a directory outside
+    (root / "a" / "b" / "secret.md").symlink_to(base / "secret.md")
+    (root / "in").symlink_to(root / "a")
+    (root / "loop").symlink_to(root / "loop")
+    os.mkfifo(root / "fifo")
+    return root.resolve()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=6), st.booleans())
+def test_confined_file_never_escapes(tree: Path, parts: list[str], relative_ok: bool) -> None:
+    """Whatever the name, the result is None, a refusal, or a regular file inside the root."""
+    from ctxcore_providers._files import confined_file, inside
+
+    try:
+        found = confined_file(tree, "/".join(parts), relative_ok=relative_ok)
+    except FileRefused:
+        return
+    if found is not None:
+        assert inside(found, tree) and found.is_file() and found.read_text() == "ok"
