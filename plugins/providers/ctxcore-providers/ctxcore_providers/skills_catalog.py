@@ -89,11 +89,11 @@ def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
 def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
     if value is None:
         return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise ValueError(f"{where}: requires.{key} must be a list of names")
+    names = [value] if isinstance(value, str) else value
+    # names are shown in the index ("missing bins: ..."): one printable line each
+    if isinstance(names, list) and all(isinstance(v, str) and v.strip() and v.isprintable() for v in names):
+        return tuple(names)
+    raise ValueError(f"{where}: requires.{key} must be a list of names (one printable line each)")
 
 
 def parse_skill(path: Path, *, origin: str = "", env: Mapping[str, str] | None = None,
