@@ -71,7 +71,7 @@ def confined_file(root: Path, name: str, *, max_bytes: int = DEFAULT_MAX_BYTES, 
         resolved = candidate.resolve(strict=True)  # follows every symlink first
     except FileNotFoundError:
         return None
-    except (OSError, RuntimeError) as exc:  # symlink loop, permission
+    except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, permission, NUL byte in the name
         raise FileRefused(f"{name!r}: cannot resolve: {exc}") from exc
     roots = list(allowed_roots) or [root]
     if not any(inside(resolved, r) for r in roots):
@@ -93,7 +93,11 @@ def read_text(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     Raises:
         FileRefused: binary content, or larger than ``max_bytes``.
     """
-    with open(path, "rb") as fh:
+    # O_NONBLOCK: a FIFO swapped in after the confinement check must not block the build
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileRefused(f"{path.name!r}: not a regular file")
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise FileRefused(f"{path.name!r}: over the {max_bytes}-byte limit")
@@ -102,15 +106,23 @@ def read_text(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def signature(paths: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
-    """(path, mtime_ns, size) of each path; a missing path has mtime and size -1."""
+Signature = tuple[tuple[str, int, int, int, int], ...]
+
+
+def signature(paths: Sequence[Path]) -> Signature:
+    """(path, mtime_ns, size, ctime_ns, inode) of each path; a missing path has -1 everywhere.
+
+    ``ctime`` and the inode catch a rewrite that keeps size and mtime (``os.utime``,
+    ``rsync -t``, an atomic rename of a file with a copied mtime): ctime cannot be set
+    back by a user, and a rename brings a new inode.
+    """
     out = []
     for p in paths:
         try:
             st = os.stat(p)
-            out.append((str(p), st.st_mtime_ns, st.st_size))
-        except OSError:
-            out.append((str(p), -1, -1))
+            out.append((str(p), st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino))
+        except (OSError, ValueError):  # ValueError: a NUL byte in the name
+            out.append((str(p), -1, -1, -1, -1))
     return tuple(out)
 
 
@@ -118,13 +130,13 @@ def signature(paths: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
 class _Entry(Generic[T]):
     value: T
     deps: list[Path]
-    sig: tuple[tuple[str, int, int], ...]
+    sig: Signature
     at: float
 
 
 @dataclass
 class RenderCache(Generic[T]):
-    """Keeps a rendering until one of its source files changes (mtime or size) or ``ttl`` passes.
+    """Keeps a rendering until one of its source files changes (mtime, size, ctime, inode) or ``ttl`` passes.
 
     ``render`` returns the value and the paths it depends on (including paths it
     looked for and did not find, so their creation is noticed). ``ttl`` of

@@ -17,7 +17,10 @@ __all__ = ["OPEN_MARKER", "CLOSE_MARKER", "neutralize_markers", "has_marker", "s
 OPEN_MARKER = "[Runtime Context"
 CLOSE_MARKER = "[/Runtime Context]"
 
-_ZW = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"
+# zero-width and invisible format characters: joiners, bidi marks/embeddings/isolates,
+# invisible operators, variation selectors, tag characters (a regex class body)
+_ZW = ("\u00ad\u034f\u061c\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f"
+       "\ufe00-\ufe0f\ufeff\U000e0000-\U000e007f")
 _GAP = f"[{_ZW}]*"
 _SPACE = f"[\\s\u3000{_ZW}]*"
 

@@ -33,8 +33,10 @@ from ctxcore_providers._render import Trust, context_message
 log = structlog.get_logger("ctxcore_providers.bootstrap")
 
 DEFAULT_FILES = ("AGENTS.md", "SOUL.md", "USER.md")
-_IMPORT = re.compile(r"^[ \t]*@import[ \t]+(\S+)[ \t]*$", re.MULTILINE)
+_IMPORT = re.compile(r"^[ \t]*@import[ \t]+(\S+)[ \t\r]*$", re.MULTILINE)  # \r: CRLF files
 MAX_IMPORT_DEPTH = 5
+#: at most this many imports are inlined into one top-level file (their bytes also count against max_bytes).
+MAX_IMPORTS = 100
 
 
 class BootstrapFilesConfig(BaseModel):
@@ -73,15 +75,17 @@ class BootstrapFiles:
         self.cache: RenderCache[tuple[Message, ...]] = RenderCache(ttl=ttl_seconds)
         #: problems met by the last rendering (refused files, cycles, missing imports).
         self.warnings: list[str] = []
+        #: import allowance left for the top-level file being expanded: [bytes, count].
+        self._budget = [max_bytes, MAX_IMPORTS]
 
     # ---------------------------------------------------------------- layers
     def _layers(self) -> list[Path]:
         layers = [r for r in (self.user_root, self.root) if r is not None]
         if self.subdir:
             sub = confined_dir(self.root, self.subdir)
-            if sub is not None and sub != self.root:
+            if sub is not None:
                 layers.append(sub)
-        return layers
+        return list(dict.fromkeys(layers))  # one directory used as two layers is read once
 
     def _allowed(self) -> list[Path]:
         return [r for r in (self.user_root, self.root) if r is not None]
@@ -97,14 +101,20 @@ class BootstrapFiles:
         self.warnings = []
         deps: list[Path] = []
         sections = []
+        layers = self._layers()
         for name in self.files:
             parts = []
-            for layer in self._layers():
+            seen: set[Path] = set()  # a layer's file symlinked to another layer's is read once
+            if self.subdir:
+                deps.append(self.root / self.subdir / name)  # a subdirectory created later is noticed
+            for layer in layers:
                 deps.append(layer / name)
+                self._budget = [self.max_bytes, MAX_IMPORTS]
                 try:
                     path = confined_file(layer, name, max_bytes=self.max_bytes, allowed_roots=self._allowed())
-                    if path is None:
+                    if path is None or path in seen:
                         continue
+                    seen.add(path)
                     deps.append(path)
                     parts.append(self._expand(path, read_text(path, max_bytes=self.max_bytes), [path], deps).strip())
                 except FileRefused as exc:
@@ -140,6 +150,13 @@ class BootstrapFiles:
                 log.warning("bootstrap_import_cycle", file=str(path), target=target)
                 return ""
             deps.append(resolved)
+            size = resolved.stat().st_size
+            if self._budget[1] <= 0 or size > self._budget[0]:
+                self._refused(f"{path.name}: @import {target} skipped: imports of one file are over the limit of "
+                              f"{MAX_IMPORTS} files and {self.max_bytes} bytes (max_bytes)")
+                return ""
+            self._budget[0] -= size
+            self._budget[1] -= 1
             try:
                 return self._expand(resolved, read_text(resolved, max_bytes=self.max_bytes), [*stack, resolved], deps).strip()
             except FileRefused as exc:
@@ -160,6 +177,6 @@ def confined_dir(root: Path, name: str) -> Path | None:
     check_relative(name)
     try:
         resolved = (root / name).resolve(strict=True)
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):
         return None
     return resolved if resolved.is_dir() and inside(resolved, root) else None

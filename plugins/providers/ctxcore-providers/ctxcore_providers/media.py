@@ -41,7 +41,7 @@ def attachment_blocks(paths: Sequence[str | Path], *, max_image_bytes: int = MAX
         path = Path(raw)
         try:
             st = path.stat()
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL byte in the name
             references.append(f"[Attachment (not found): {path}]")
             continue
         if not stat.S_ISREG(st.st_mode) or st.st_size > max_image_bytes:

@@ -28,6 +28,7 @@ written only when both are known.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
@@ -40,6 +41,13 @@ from ctxcore_providers._render import stable_id
 from ctxcore_providers.media import MAX_IMAGE_BYTES, attachment_blocks
 
 Clock = Callable[[], datetime]
+
+#: line breaks and control characters; a runtime value containing them could add lines to the block.
+_BREAKS = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]+")
+
+
+def _one_line(value: Any) -> str:
+    return _BREAKS.sub(" ", str(value)).strip()
 
 
 def _utc_now() -> datetime:
@@ -93,9 +101,9 @@ class RuntimeContext:
         channel = runtime.get("channel") or self.channel
         chat_id = runtime.get("chat_id")
         if channel and chat_id:
-            lines += [f"Channel: {channel}", f"Chat ID: {chat_id}"]
+            lines += [f"Channel: {_one_line(channel)}", f"Chat ID: {_one_line(chat_id)}"]
         if runtime.get("sender_id"):
-            lines.append(f"Sender ID: {runtime['sender_id']}")
+            lines.append(f"Sender ID: {_one_line(runtime['sender_id'])}")
         lines.append(self.footer)
         return "\n".join(neutralize_markers(line) if 1 <= i < len(lines) - 1 else line for i, line in enumerate(lines))
 
@@ -129,7 +137,8 @@ class RuntimeContext:
         original, media = parsed
         text = neutralize_markers(original)
         images, references = attachment_blocks(media, max_image_bytes=self.max_image_bytes) if media else ([], [])
-        if references:
+        if references:  # attachment names come from senders too: neutralise them like the text
+            references = [neutralize_markers(r) for r in references]
             text = "\n".join([text, *references]) if text else "\n".join(references)
         full = f"{text}\n\n{self.block(runtime)}" if text else self.block(runtime)
         content: Any = full if not images else (*images, TextBlock(text=full))

@@ -18,6 +18,7 @@ re-read only when a ``SKILL.md`` (or a skills directory listing) changes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ class Skill:
 
 
 def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
+    text = text.removeprefix("\ufeff")  # editors on Windows write a byte order mark
     if not text.startswith("---"):
         raise ValueError(f"{where}: SKILL.md must start with a '---' YAML front matter block")
     end = text.find("\n---", 3)
@@ -74,6 +76,10 @@ def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
         meta = yaml.safe_load(text[3:end]) or {}
     except yaml.YAMLError as exc:
         raise ValueError(f"{where}: invalid YAML front matter: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{where}: front matter is nested too deeply") from None
+    except (ValueError, OverflowError) as exc:  # e.g. a date like 2026-13-45
+        raise ValueError(f"{where}: invalid value in front matter: {exc}") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{where}: front matter must be a mapping")
     body = text[end + 4:].lstrip("-").lstrip("\n")
@@ -83,11 +89,11 @@ def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
 def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
     if value is None:
         return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise ValueError(f"{where}: requires.{key} must be a list of names")
+    names = [value] if isinstance(value, str) else value
+    # names are shown in the index ("missing bins: ..."): one printable line each
+    if isinstance(names, list) and all(isinstance(v, str) and v.strip() and v.isprintable() for v in names):
+        return tuple(names)
+    raise ValueError(f"{where}: requires.{key} must be a list of names (one printable line each)")
 
 
 def parse_skill(path: Path, *, origin: str = "", env: Mapping[str, str] | None = None,
@@ -103,6 +109,11 @@ def parse_skill(path: Path, *, origin: str = "", env: Mapping[str, str] | None =
     description = meta.get("description")
     if not isinstance(name, str) or not isinstance(description, str) or not description.strip():
         raise ValueError(f"{where}: front matter needs 'name' and 'description' strings")
+    if not name.strip() or not name.isprintable():
+        raise ValueError(f"{where}: 'name' must be one line of printable text, not {name!r}")
+    always = meta.get("always", False)
+    if not isinstance(always, bool):
+        raise ValueError(f"{where}: 'always' must be true or false (unquoted), not {always!r}")
     requires = meta.get("requires") or {}
     if not isinstance(requires, dict):
         raise ValueError(f"{where}: 'requires' must be a mapping like {{bins: [...], env: [...]}}")
@@ -115,7 +126,7 @@ def parse_skill(path: Path, *, origin: str = "", env: Mapping[str, str] | None =
     )[:MAX_RESOURCES]
     return Skill(
         name=name, description=" ".join(description.split()), path=path, body=body,
-        always=bool(meta.get("always", False)), bins=bins, env=envs, origin=origin,
+        always=always, bins=bins, env=envs, origin=origin,
         resources=tuple(resources),
         missing_bins=tuple(b for b in bins if which(b) is None),
         missing_env=tuple(e for e in envs if not env.get(e)),
@@ -168,5 +179,14 @@ class SkillsCatalog:
         return skills, deps
 
     def skills(self) -> list[Skill]:
-        """The effective skills, sorted by name (cached until a file changes)."""
-        return self.cache.get(self._scan)
+        """The effective skills, sorted by name (parsed again only when a file changes; requirements checked each call)."""
+        env = os.environ if self.env is None else self.env
+        out = []
+        for s in self.cache.get(self._scan):
+            if s.bins or s.env:  # re-checked every call: a binary installed or a variable set later counts
+                bins = tuple(b for b in s.bins if self.which(b) is None)
+                envs = tuple(e for e in s.env if not env.get(e))
+                if (bins, envs) != (s.missing_bins, s.missing_env):
+                    s = dataclasses.replace(s, missing_bins=bins, missing_env=envs)
+            out.append(s)
+        return out
