@@ -4,7 +4,7 @@ Backends live in plugin distributions that never import each other, so the rules
 they must agree on live here:
 
 - a thread id is a non-empty string of at most 512 characters without lone
-  surrogates; a step is an int >= 0
+  surrogates or NUL; a step is an int >= 0
   and each saved step must be newer than the thread's latest (:class:`StaleWrite`);
 - a value is stored as JSON text that decodes to an equal value of the same types,
   so anything that would not come back exactly (tuples, non-string keys, NaN, lone
@@ -57,6 +57,8 @@ def check_thread_id(thread_id: Any) -> str:
         raise ValueError(f"thread_id is {len(thread_id)} characters long; at most {MAX_THREAD_ID} are allowed")
     if not _utf8_ok(thread_id):
         raise UnstorableState(f"thread_id {thread_id!r} contains a lone surrogate and cannot be stored")
+    if "\x00" in thread_id:  # PostgreSQL text cannot hold NUL: refuse it on every backend alike
+        raise UnstorableState(f"thread_id {thread_id!r} contains NUL, which not every backend can store; use another id")
     return thread_id
 
 

@@ -260,6 +260,26 @@ class CheckpointerContract:
             cp.save_checkpoint("t\ud800", 1, {})
         assert cp.list_threads() == []
 
+    def test_nul_thread_id_is_refused_on_every_backend(self, cp: Any) -> None:
+        """A thread id holding NUL is refused the same way everywhere (PostgreSQL text cannot hold it); nothing written."""
+        with pytest.raises(UnstorableState, match="NUL"):
+            cp.save_checkpoint("t\x00x", 1, {})
+        for call in (cp.get_checkpoint, cp.list_checkpoints, cp.delete_thread):
+            with pytest.raises(UnstorableState, match="NUL"):
+                call("t\x00x")
+        assert cp.list_threads() == []
+
+    def test_odd_thread_ids_round_trip(self, cp: Any) -> None:
+        """Quotes, SQL, path and percent characters, non-BMP text: thread ids are data, stored and listed exactly."""
+        self._needs_storage()
+        threads = ["x' OR '1'='1", "a\"; DROP TABLE ctx_checkpoints; --", "../../etc/passwd", "%00%2F", "😀 東京", "%h" + "0" * 64]
+        for i, thread in enumerate(threads):
+            cp.save_checkpoint(thread, 1, {"i": i})
+        assert cp.list_threads() == sorted(threads)
+        for i, thread in enumerate(threads):
+            assert cp.get_checkpoint(thread)["state_dump"] == {"i": i}
+            assert cp.get_checkpoint(thread)["thread_id"] == thread
+
     # ------------------------------------------------------------ delete and prune
     def test_delete_thread_removes_only_that_thread(self, cp: Any) -> None:
         """delete_thread forgets the thread (which then starts over at any step); others stay."""
