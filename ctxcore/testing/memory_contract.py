@@ -223,6 +223,17 @@ class MemoryStoreContract:
         store.delete(item.id)
         assert store.retrieve("keep me", limit=5) == []
 
+    def test_lone_surrogate_id_is_refused_and_deleting_it_is_a_no_op(self, tmp_path: Path) -> None:
+        """An id with a lone surrogate cannot be stored: record refuses it naming the id, nothing is
+        written, and delete treats it like any unknown id (every backend alike)."""
+        store = self._store(tmp_path)
+        store.record("keep me around")
+        with pytest.raises(ValueError, match="id"):
+            store.record("surrogate id memory", id="a\ud800")
+        store.delete("a\ud800")
+        store.delete({"id": "\udfff"})
+        assert [i.content for i in store.retrieve("keep around surrogate memory", limit=5)] == ["keep me around"]
+
     # ----------------------------------------------------------------- filters
     def test_filters_match_metadata(self, tmp_path: Path) -> None:
         """filters keep only memories whose metadata has every given key with the given value."""
