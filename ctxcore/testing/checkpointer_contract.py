@@ -254,6 +254,33 @@ class CheckpointerContract:
             cp.save_checkpoint("t", 2, {"ok": 2})  # the failed saves left no trace
             assert cp.get_checkpoint("t")["step"] == 2
 
+    def test_too_deep_state_is_refused_and_nothing_written(self, cp: Any) -> None:
+        """State nested deeper than MAX_DEPTH raises UnstorableState (not RecursionError); nothing is written."""
+        from ctxcore.checkpoints import MAX_DEPTH
+
+        for depth in (MAX_DEPTH + 1, 100_000):
+            deep: Any = []
+            for _ in range(depth):
+                deep = [deep]
+            with pytest.raises(UnstorableState, match="deep"):
+                cp.save_checkpoint("t", 1, {"deep": deep})
+        assert cp.list_threads() == []
+
+    def test_deepest_storable_state_reads_back_from_a_deep_call_stack(self, cp: Any) -> None:
+        """What save accepts, get_checkpoint returns, even when called from deep inside an application."""
+        from ctxcore.checkpoints import MAX_DEPTH
+
+        self._needs_storage()
+        deep: Any = "leaf"
+        for _ in range(MAX_DEPTH - 1):
+            deep = [deep]
+        cp.save_checkpoint("t", 1, deep)
+
+        def read_from_depth(frames: int) -> Any:
+            return cp.get_checkpoint("t") if frames == 0 else read_from_depth(frames - 1)
+
+        assert read_from_depth(300)["state_dump"] == deep
+
     def test_lone_surrogate_thread_id_is_refused(self, cp: Any) -> None:
         """A thread id with a lone surrogate cannot be stored; nothing is written."""
         with pytest.raises(UnstorableState):
