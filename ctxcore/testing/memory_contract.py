@@ -98,6 +98,18 @@ class MemoryStoreContract:
             with pytest.raises(ValueError):
                 store.record("metadata test", metadata=bad)
 
+    def test_too_deep_metadata_is_refused_with_value_error(self, tmp_path: Path) -> None:
+        """Metadata nested past Python's recursion limit raises ValueError (not RecursionError); nothing stored."""
+        store = self._store(tmp_path)
+        deep: Any = []
+        for _ in range(100_000):
+            deep = [deep]
+        with pytest.raises(ValueError, match="deep"):
+            store.record("deep metadata memory", metadata={"deep": deep})
+        with pytest.raises(ValueError, match="deep"):
+            store.retrieve("deep metadata memory", filters={"deep": deep})
+        assert store.retrieve("deep metadata memory", limit=5) == []
+
     def test_unicode_round_trips(self, tmp_path: Path) -> None:
         """Non-ASCII and non-BMP text and metadata come back exactly."""
         store = self._store(tmp_path)
