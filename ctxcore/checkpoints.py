@@ -4,11 +4,11 @@ Backends live in plugin distributions that never import each other, so the rules
 they must agree on live here:
 
 - a thread id is a non-empty string of at most 512 characters without lone
-  surrogates; a step is an int >= 0
+  surrogates or NUL; a step is an int >= 0
   and each saved step must be newer than the thread's latest (:class:`StaleWrite`);
 - a value is stored as JSON text that decodes to an equal value of the same types,
   so anything that would not come back exactly (tuples, non-string keys, NaN, lone
-  surrogates, arbitrary objects) is refused with :class:`UnstorableState` before
+  surrogates, arbitrary objects, nesting deeper than :data:`MAX_DEPTH`) is refused with :class:`UnstorableState` before
   anything is written. No pickle: JSON is the only format.
 """
 
@@ -25,6 +25,7 @@ from ctxcore.errors import CtxError, StaleWrite
 
 __all__ = [
     "MAX_THREAD_ID",
+    "MAX_DEPTH",
     "UnstorableState",
     "EncodedCheckpoint",
     "AsyncCheckpointerMixin",
@@ -42,6 +43,10 @@ __all__ = [
 #: longest thread id, in characters (keeps it indexable by every backend, PostgreSQL's btree included).
 MAX_THREAD_ID = 512
 
+#: deepest nesting of lists/dicts a value may have: deeper values are refused up front, so
+#: whatever is saved can be read back without running out of stack (and never RecursionError).
+MAX_DEPTH = 256
+
 
 class UnstorableState(CtxError, ValueError):
     """A value passed to ``save_checkpoint`` cannot be stored as exact JSON; nothing was written."""
@@ -57,6 +62,8 @@ def check_thread_id(thread_id: Any) -> str:
         raise ValueError(f"thread_id is {len(thread_id)} characters long; at most {MAX_THREAD_ID} are allowed")
     if not _utf8_ok(thread_id):
         raise UnstorableState(f"thread_id {thread_id!r} contains a lone surrogate and cannot be stored")
+    if "\x00" in thread_id:  # PostgreSQL text cannot hold NUL: refuse it on every backend alike
+        raise UnstorableState(f"thread_id {thread_id!r} contains NUL, which not every backend can store; use another id")
     return thread_id
 
 
@@ -116,6 +123,11 @@ def _check_exact(value: Any, path: list[str]) -> None:
         if not math.isfinite(value):
             raise UnstorableState(f"{_where(path)} is {value!r}, which JSON cannot represent; nothing was written")
         return
+    if isinstance(value, (dict, list)) and len(path) > MAX_DEPTH:
+        raise UnstorableState(
+            f"{_where(path[:3])}... is nested more than {MAX_DEPTH} lists/dicts deep, which is too deep to store "
+            f"and read back safely; flatten it; nothing was written"
+        )
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):

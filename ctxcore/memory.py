@@ -160,6 +160,8 @@ def canonical_json(value: Any) -> str:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"not a JSON value: {exc}") from None
+    except RecursionError:
+        raise ValueError("nested too deep to store as JSON; flatten it") from None
     _check_encodable(text, "metadata")
     return text
 

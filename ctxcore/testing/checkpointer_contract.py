@@ -254,11 +254,58 @@ class CheckpointerContract:
             cp.save_checkpoint("t", 2, {"ok": 2})  # the failed saves left no trace
             assert cp.get_checkpoint("t")["step"] == 2
 
+    def test_too_deep_state_is_refused_and_nothing_written(self, cp: Any) -> None:
+        """State nested deeper than MAX_DEPTH raises UnstorableState (not RecursionError); nothing is written."""
+        from ctxcore.checkpoints import MAX_DEPTH
+
+        for depth in (MAX_DEPTH + 1, 100_000):
+            deep: Any = []
+            for _ in range(depth):
+                deep = [deep]
+            with pytest.raises(UnstorableState, match="deep"):
+                cp.save_checkpoint("t", 1, {"deep": deep})
+        assert cp.list_threads() == []
+
+    def test_deepest_storable_state_reads_back_from_a_deep_call_stack(self, cp: Any) -> None:
+        """What save accepts, get_checkpoint returns, even when called from deep inside an application."""
+        from ctxcore.checkpoints import MAX_DEPTH
+
+        self._needs_storage()
+        deep: Any = "leaf"
+        for _ in range(MAX_DEPTH - 1):
+            deep = [deep]
+        cp.save_checkpoint("t", 1, deep)
+
+        def read_from_depth(frames: int) -> Any:
+            return cp.get_checkpoint("t") if frames == 0 else read_from_depth(frames - 1)
+
+        assert read_from_depth(300)["state_dump"] == deep
+
     def test_lone_surrogate_thread_id_is_refused(self, cp: Any) -> None:
         """A thread id with a lone surrogate cannot be stored; nothing is written."""
         with pytest.raises(UnstorableState):
             cp.save_checkpoint("t\ud800", 1, {})
         assert cp.list_threads() == []
+
+    def test_nul_thread_id_is_refused_on_every_backend(self, cp: Any) -> None:
+        """A thread id holding NUL is refused the same way everywhere (PostgreSQL text cannot hold it); nothing written."""
+        with pytest.raises(UnstorableState, match="NUL"):
+            cp.save_checkpoint("t\x00x", 1, {})
+        for call in (cp.get_checkpoint, cp.list_checkpoints, cp.delete_thread):
+            with pytest.raises(UnstorableState, match="NUL"):
+                call("t\x00x")
+        assert cp.list_threads() == []
+
+    def test_odd_thread_ids_round_trip(self, cp: Any) -> None:
+        """Quotes, SQL, path and percent characters, non-BMP text: thread ids are data, stored and listed exactly."""
+        self._needs_storage()
+        threads = ["x' OR '1'='1", "a\"; DROP TABLE ctx_checkpoints; --", "../../etc/passwd", "%00%2F", "😀 東京", "%h" + "0" * 64]
+        for i, thread in enumerate(threads):
+            cp.save_checkpoint(thread, 1, {"i": i})
+        assert cp.list_threads() == sorted(threads)
+        for i, thread in enumerate(threads):
+            assert cp.get_checkpoint(thread)["state_dump"] == {"i": i}
+            assert cp.get_checkpoint(thread)["thread_id"] == thread
 
     # ------------------------------------------------------------ delete and prune
     def test_delete_thread_removes_only_that_thread(self, cp: Any) -> None:

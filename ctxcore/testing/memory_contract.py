@@ -98,6 +98,18 @@ class MemoryStoreContract:
             with pytest.raises(ValueError):
                 store.record("metadata test", metadata=bad)
 
+    def test_too_deep_metadata_is_refused_with_value_error(self, tmp_path: Path) -> None:
+        """Metadata nested past Python's recursion limit raises ValueError (not RecursionError); nothing stored."""
+        store = self._store(tmp_path)
+        deep: Any = []
+        for _ in range(100_000):
+            deep = [deep]
+        with pytest.raises(ValueError, match="deep"):
+            store.record("deep metadata memory", metadata={"deep": deep})
+        with pytest.raises(ValueError, match="deep"):
+            store.retrieve("deep metadata memory", filters={"deep": deep})
+        assert store.retrieve("deep metadata memory", limit=5) == []
+
     def test_unicode_round_trips(self, tmp_path: Path) -> None:
         """Non-ASCII and non-BMP text and metadata come back exactly."""
         store = self._store(tmp_path)
@@ -222,6 +234,17 @@ class MemoryStoreContract:
         store.delete(item.id)
         store.delete(item.id)
         assert store.retrieve("keep me", limit=5) == []
+
+    def test_lone_surrogate_id_is_refused_and_deleting_it_is_a_no_op(self, tmp_path: Path) -> None:
+        """An id with a lone surrogate cannot be stored: record refuses it naming the id, nothing is
+        written, and delete treats it like any unknown id (every backend alike)."""
+        store = self._store(tmp_path)
+        store.record("keep me around")
+        with pytest.raises(ValueError, match="id"):
+            store.record("surrogate id memory", id="a\ud800")
+        store.delete("a\ud800")
+        store.delete({"id": "\udfff"})
+        assert [i.content for i in store.retrieve("keep around surrogate memory", limit=5)] == ["keep me around"]
 
     # ----------------------------------------------------------------- filters
     def test_filters_match_metadata(self, tmp_path: Path) -> None:

@@ -182,9 +182,12 @@ class JsonlCheckpointer(AsyncCheckpointerMixin):
             tail = self._tails.get(file)
         base, prev_seq = 0, None
         if tail is not None and (tail.dev, tail.ino) == (st.st_dev, st.st_ino) and st.st_size >= tail.end:
-            # Trust the prefix this process verified only if its last record is still in place.
-            check = scan(os.pread(fd, tail.end - tail.last_start, tail.last_start), file=str(file), base=tail.last_start)
-            if check.last is not None and check.last.seq == tail.last_seq and check.valid_end == tail.end:
+            # Trust the prefix this process verified only if its last record is still in place
+            # (same seq, end and step: a file recreated on a reused inode may repeat the layout).
+            chunk = os.pread(fd, tail.end - tail.last_start, tail.last_start)
+            check = scan(chunk, file=str(file), base=tail.last_start)
+            if (check.last is not None and check.last.seq == tail.last_seq and check.valid_end == tail.end
+                    and record_step(chunk, check.last, file=str(file), base=tail.last_start) == tail.last_step):
                 base, prev_seq = tail.end, tail.last_seq
         data = _read_all(fd, base)
         result = scan(data, file=str(file), base=base, prev_seq=prev_seq)

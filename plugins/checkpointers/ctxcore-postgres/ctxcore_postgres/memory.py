@@ -209,8 +209,8 @@ class PostgresMemoryStore(MemoryStoreBase):
 
         memory_id = item_id(item)
         ns = resolve_namespace(namespace)
-        if "\x00" in memory_id:
-            return  # no stored id holds NUL
+        if "\x00" in memory_id or not _storable(memory_id):
+            return  # no stored id holds NUL or a lone surrogate
         with self._conn() as conn:
             conn.execute(sql.SQL("DELETE FROM {} WHERE namespace = %s AND id = %s").format(self._memories), (ns, memory_id))
 
@@ -233,6 +233,15 @@ def _or_query(text: str) -> str:
     """
     words = dict.fromkeys(w for w in tokenize(text.replace("\x00", " ")))
     return " | ".join(f"'{w}'" for w in words)
+
+
+def _storable(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _metadata_text(metadata: dict[str, Any]) -> str:

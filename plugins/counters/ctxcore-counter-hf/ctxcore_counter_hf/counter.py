@@ -59,7 +59,8 @@ class HuggingFaceCounter(MessageCounter):
             self.template = ChatTemplate(template_source, bos_token=_token(config.get("bos_token")),
                                          eos_token=_token(config.get("eos_token")))
         digest = hashlib.blake2b((template_source or "").encode(), digest_size=4).hexdigest()
-        self.name = f"huggingface:{self.path.resolve()}" + (f"#template-{digest}" if self.template else "")
+        self.name = (f"huggingface:{self.path.resolve()}" + (f"#template-{digest}" if self.template else "")
+                     + (f"#image-{image_tokens}" if image_tokens is not None else ""))
         self._base: int | None = None
 
     def count_text(self, text: str) -> int:

@@ -216,3 +216,17 @@ def test_counts_equal_transformers_apply_chat_template() -> None:
     ids = out["input_ids"] if hasattr(out, "keys") else out
     assert counter.count_messages(messages) == len(ids)
     assert counter.count_text(SAMPLE_TEXTS["korean"]) == len(tok.encode(SAMPLE_TEXTS["korean"], add_special_tokens=False))
+
+
+def test_counters_differing_in_image_tokens_do_not_share_cached_counts() -> None:
+    """Two huggingface counters on one tokenizer but with different image_tokens, sharing one
+    CountCache: each counts an image message with its own rule (the cache key is the identity)."""
+    from ctxcore.budget import CachedCounter, CountCache
+
+    message = Message(role="user", content=(TextBlock(text="look"), ImageBlock(url="https://example.com/a.png")))
+    flat_10 = HuggingFaceCounter(tokenizer_dir(), image_tokens=10)
+    flat_500 = HuggingFaceCounter(tokenizer_dir(), image_tokens=500)
+    assert flat_500.count_message(message) - flat_10.count_message(message) == 490
+    cache = CountCache()
+    assert CachedCounter(flat_10, cache=cache).count_message(message) == flat_10.count_message(message)
+    assert CachedCounter(flat_500, cache=cache).count_message(message) == flat_500.count_message(message)

@@ -75,6 +75,15 @@ _RANK = "bm25(memories_fts, 1.0, 0.5)"
 _FILTER = " AND EXISTS (SELECT 1 FROM memory_meta f WHERE f.memory_rowid = m.rowid AND f.key = ? AND f.value = ?)"
 
 
+def _storable(text: str) -> bool:
+    """Whether ``text`` can be stored (encodes as UTF-8: no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def fts5_available() -> bool:
     """Whether this Python's sqlite3 library was built with FTS5."""
     con = sqlite3.connect(":memory:")
@@ -211,6 +220,8 @@ class SqliteMemoryStore(MemoryStoreBase):
         """Remove the memory from ``namespace``; an unknown id changes nothing."""
         memory_id = item_id(item)
         ns = resolve_namespace(namespace)
+        if not _storable(memory_id):
+            return  # no stored id holds a lone surrogate: an unknown id
         with self._write() as con:
             row = con.execute("SELECT rowid FROM memories WHERE namespace = ? AND id = ?", (ns, memory_id)).fetchone()
             if row is not None:
