@@ -102,3 +102,21 @@ def test_json_memory_in_a_path_that_cannot_be_created_names_the_store(tmp_path: 
     assert "memory 'json'" in result.stderr
     assert "file.txt/sub/m.json" in result.stderr
     assert "path" in result.stderr.split("file.txt/sub/m.json", 1)[1]
+
+
+@pytest.mark.parametrize(("kind", "path"), [
+    ("sqlite", "file.txt/sub/c.db"),  # its directory cannot be created
+    ("sqlite", "adir"),  # a directory, not a database file
+    ("jsonl", "file.txt/sub"),
+])
+def test_checkpointer_path_that_cannot_be_used_names_the_pipeline(tmp_path: pathlib.Path, kind: str, path: str) -> None:
+    """A checkpointer path under a regular file (or a directory for sqlite) exits 1 with the fix, no traceback."""
+    (tmp_path / "file.txt").write_text("x")
+    (tmp_path / "adir").mkdir()
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"version: 1\nproviders: [history]\ncheckpointer: {{type: {kind}, path: {path}}}\n")
+    for args in (("list",), ("show", "t1"), ("prune", "--all", "--keep-last", "1")):
+        result = ctx("checkpoint", *args, "--pipeline", "p.yaml", cwd=tmp_path)
+        assert result.returncode == 1, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+        assert f"checkpointer '{kind}' of p.yaml" in result.stderr and "'path'" in result.stderr
