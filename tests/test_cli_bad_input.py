@@ -120,3 +120,16 @@ def test_checkpointer_path_that_cannot_be_used_names_the_pipeline(tmp_path: path
         assert result.returncode == 1, (args, result.stderr)
         assert "Traceback" not in result.stderr
         assert f"checkpointer '{kind}' of p.yaml" in result.stderr and "'path'" in result.stderr
+
+
+def test_memory_recall_without_a_memory_slot_fails_validation(tmp_path: pathlib.Path) -> None:
+    """`ctx pipeline validate` catches memory_recall in a pipeline with no `memory:` (not only the first build)."""
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text("version: 1\nproviders:\n  - {type: memory_recall}\n  - history\n")
+    result = ctx("pipeline", "validate", str(pipeline))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    line = next(ln for ln in result.stderr.splitlines() if "memory_recall" in ln)
+    assert line.startswith(f"{pipeline}:3:") and "add a 'memory:' step" in line
+    pipeline.write_text("version: 1\nproviders:\n  - {type: memory_recall}\n  - history\nmemory: {type: json, path: m.json}\n")
+    assert ctx("pipeline", "validate", str(pipeline), cwd=tmp_path).returncode == 0
