@@ -189,6 +189,18 @@ def _read_json(path: str, what: str) -> Any:
         _fail(f"{path}:{exc.lineno}:{exc.colno}: {what} is not valid JSON: {exc.msg}")
 
 
+def _read_state(state_file: str) -> dict[str, Any]:
+    """The state JSON object of ``state_file``; a wrong shape exits 1 naming the file and the expected shape."""
+    state = _read_json(state_file, "state")
+    if not isinstance(state, dict):
+        _fail(f'{state_file}: the state must be a JSON object like {{"messages": [...]}}')
+    tools = state.get("tools")
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        _fail(f"{state_file}: 'tools' must be a list of tool definitions (JSON objects), "
+              'like [{"type": "function", "function": {"name": ..., "parameters": {...}}}]')
+    return state
+
+
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--preset", help="Build with a preset pipeline (chat, react, skill, agent) instead of FILE.")
@@ -205,9 +217,7 @@ def build(ctx: click.Context, file: str | None, preset: str | None, state_file: 
 
     p = load_file_or_preset(ctx, file, preset)
     file = file or f"preset {preset}"
-    state = _read_json(state_file, "state")
-    if not isinstance(state, dict):
-        _fail(f'{state_file}: the state must be a JSON object like {{"messages": [...]}}')
+    state = _read_state(state_file)
     runtime = {}
     for item in runtime_items:
         key, sep, value = item.partition("=")

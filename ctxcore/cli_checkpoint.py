@@ -7,7 +7,8 @@ slot, so the same commands work for jsonl, sqlite and postgres stores.
 from __future__ import annotations
 
 import json
-from typing import Any
+import sqlite3
+from typing import Any, NoReturn
 
 import click
 
@@ -32,7 +33,20 @@ def _checkpointer(ctx: click.Context, file: str) -> Any:
     close = getattr(cp, "close", None)
     if callable(close):
         ctx.call_on_close(close)
+    spec = p.spec.checkpointer
+    ctx.meta["ctx_checkpointer"] = f"checkpointer '{spec.type if spec else '?'}' of {file}"
     return cp
+
+
+def _store_failed(ctx: click.Context, exc: Exception) -> NoReturn:
+    """Exit 1 for a store error: ctxcore's own errors as they are, OS/SQLite errors with the step and the fix."""
+    if isinstance(exc, CtxError):
+        _fail(f"{type(exc).__name__}: {exc}")
+    where = ctx.meta.get("ctx_checkpointer", "the checkpointer")
+    _fail(f"{type(exc).__name__}: {exc} ({where}: set its 'path' to a location this user can create and write)")
+
+
+_STORE_ERRORS = (CtxError, OSError, sqlite3.Error)
 
 
 def _size(value: Any) -> int:
@@ -79,8 +93,8 @@ def checkpoint_list(ctx: click.Context, pipeline_file: str, thread_id: str | Non
                        [[r["thread_id"], str(r["checkpoints"]), str(r["latest_step"]), r["latest_created_at"]] for r in rows])
             return
         history = cp.list_checkpoints(thread_id)
-    except CtxError as exc:
-        _fail(f"{type(exc).__name__}: {exc}")
+    except _STORE_ERRORS as exc:
+        _store_failed(ctx, exc)
     if not history:
         _fail(f"thread {thread_id!r} has no checkpoints")
     items = [{"step": c["step"], "created_at": c["created_at"], "state_bytes": _size(c["state_dump"])} for c in history]
@@ -104,8 +118,8 @@ def checkpoint_show(ctx: click.Context, pipeline_file: str, thread_id: str, step
             found = cp.get_checkpoint(thread_id)
         else:
             found = next((c for c in cp.list_checkpoints(thread_id) if c["step"] == step), None)
-    except CtxError as exc:
-        _fail(f"{type(exc).__name__}: {exc}")
+    except _STORE_ERRORS as exc:
+        _store_failed(ctx, exc)
     if found is None:
         what = f"no checkpoint at step {step}" if step is not None else "no checkpoints"
         _fail(f"thread {thread_id!r} has {what} (see `ctx checkpoint list --pipeline {pipeline_file}`)")
@@ -130,6 +144,6 @@ def checkpoint_prune(ctx: click.Context, pipeline_file: str, thread_ids: tuple[s
             removed = cp.prune(thread, keep_last=keep_last)
             total += removed
             click.echo(f"{thread}: removed {removed}")
-    except CtxError as exc:
-        _fail(f"{type(exc).__name__}: {exc}")
+    except _STORE_ERRORS as exc:
+        _store_failed(ctx, exc)
     click.echo(f"removed {total} checkpoints from {len(threads)} threads", err=True)

@@ -209,9 +209,12 @@ def counters_compare(ctx: click.Context, files: tuple[str, ...], reference_spec:
     created: list[tuple[CounterChoice, Any]] = []
     failed: list[tuple[CounterChoice, str]] = []
     for choice in choices:
+        if counter_specs:  # named by the user: failing to create it is an error, as for --reference
+            created.append((choice, _create(choice)))
+            continue
         try:
             created.append((choice, choice.create()))
-        except Exception as exc:  # a counter that needs options (a tokenizer path) is reported, not fatal
+        except Exception as exc:  # a default counter that needs options (a tokenizer path) is reported, not fatal
             failed.append((choice, _why(exc)))
     texts = dict(_read(name) for name in files)
     counted = _count_texts([reference] + [c for _, c in created], texts, progress)

@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ctxcore.cli import _fail, _load_pipeline, _read_json, cli
+from ctxcore.cli import _fail, _load_pipeline, _read_state, cli
 from ctxcore.errors import ConfigError, CtxError
 from ctxcore.report import BuildReport, MessageRecord
 
@@ -111,9 +111,7 @@ def print_explain(report: BuildReport, console: Console | None = None) -> None:
 def explain(ctx: click.Context, file: str, state_file: str, runtime_items: tuple[str, ...], as_json: bool) -> None:
     """Build FILE for STATE and explain the budget: tokens per source and zone, and every decision."""
     p = _load_pipeline(ctx, file)
-    state = _read_json(state_file, "state")
-    if not isinstance(state, dict):
-        _fail(f'{state_file}: the state must be a JSON object like {{"messages": [...]}}')
+    state = _read_state(state_file)
     runtime = {}
     for item in runtime_items:
         key, sep, value = item.partition("=")

@@ -210,7 +210,9 @@ class Pipeline:
     def _compile(self) -> ContextBuilder:
         issues: list[ConfigIssue] = []
         created: dict[str, list[Step]] = {}
-        context = PipelineContext(self.spec.prompts.overrides(), self.host.registry, lambda: self._memory)
+        memory_spec = self.spec.memory
+        context = PipelineContext(self.spec.prompts.overrides(), self.host.registry, lambda: self._memory,
+                                  has_memory=memory_spec is not None and memory_spec.enabled)
         for slot, _kind, _many in _SLOTS:
             for r in self._steps.get(slot, []):
                 if not r.spec.enabled:

@@ -129,11 +129,14 @@ class PipelineContext:
             their parts through it); ``None`` outside a pipeline.
         memory: returns the pipeline's long-term memory store (``None`` when it
             names none). Call it at build time: the store is created after the providers.
+        has_memory: whether the pipeline names an enabled memory store (``None``
+            outside a pipeline), so a factory that needs one can fail at compile time.
     """
 
     prompts: Mapping[str, str] = field(default_factory=dict)
     registry: Any = None
     memory: Callable[[], Any] = lambda: None
+    has_memory: bool | None = None
 
 
 _CONTEXT: contextvars.ContextVar[PipelineContext | None] = contextvars.ContextVar("ctxcore_pipeline_context", default=None)

@@ -87,6 +87,7 @@ class PgDatabase:
     def _open_pool(self) -> Any:
         from psycopg_pool import ConnectionPool, PoolTimeout
 
+        self._probe()
         pool = ConnectionPool(
             self.dsn, min_size=self.min_size, max_size=self.max_size, timeout=self.timeout,
             open=True, name=f"ctxcore-{self.schema}",
@@ -99,6 +100,21 @@ class PgDatabase:
                 raise self._unreachable() from exc
         return pool
 
+    def _probe(self) -> None:
+        """Connect once before opening the pool: a refused or unknown server fails at once with its reason.
+
+        Without this the pool retries in the background (logging every attempt) until its
+        ``timeout`` (30 s by default) and only then says it timed out.
+        """
+        import psycopg
+
+        try:
+            psycopg.connect(self.dsn, connect_timeout=max(1, min(10, round(self.timeout)))).close()
+        except psycopg.OperationalError as exc:
+            raise PgUnavailable(
+                f"cannot connect to PostgreSQL: {str(exc).strip()} (check the dsn of the postgres step and that the server is running)"
+            ) from exc
+
     def _unreachable(self) -> PgUnavailable:
         """The pool only says it timed out; one direct attempt gives the server's reason."""
         import psycopg
@@ -106,7 +122,7 @@ class PgDatabase:
         try:
             psycopg.connect(self.dsn, connect_timeout=5).close()
         except psycopg.Error as exc:
-            return PgUnavailable(f"cannot connect to PostgreSQL: {str(exc).strip()} (check the checkpointer's dsn)")
+            return PgUnavailable(f"cannot connect to PostgreSQL: {str(exc).strip()} (check the dsn of the postgres step and that the server is running)")
         return PgUnavailable(f"no PostgreSQL connection within {self.timeout:g}s (check the dsn, the server's load and max_connections)")
 
     def connection(self) -> Any:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from typing import Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ctxcore.budget import FilterContext
 from ctxcore.messages import Message
@@ -40,6 +40,26 @@ class BudgetHintConfig(BaseModel):
         default=DEFAULT_TEMPLATE,
         description="Text with {total}, {used}, {remaining} and {pressure} (a ratio) placeholders.",
     )
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        check_template(value)
+        return value
+
+
+def check_template(template: str) -> None:
+    """Raise ``ValueError`` naming the fix when ``template`` does not format with the four placeholders."""
+    try:
+        template.format(total=1, used=1, remaining=0, pressure=1.0)
+    except KeyError as exc:
+        raise ValueError(
+            f"unknown placeholder '{{{exc.args[0]}}}'; use {{total}}, {{used}}, {{remaining}}, {{pressure}} (write {{{{ }}}} for literal braces)"
+        ) from None
+    except (ValueError, IndexError) as exc:
+        raise ValueError(
+            f"not a valid template ({exc}); use {{total}}, {{used}}, {{remaining}}, {{pressure}} (write {{{{ }}}} for literal braces)"
+        ) from None
 
 
 class BudgetHint:

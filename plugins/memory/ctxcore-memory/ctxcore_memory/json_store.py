@@ -30,6 +30,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore.errors import MemoryCorrupt
+from ctxcore_memory._files import make_parent_dir
 from ctxcore.memory import (
     MemoryItem,
     MemoryStoreBase,
@@ -95,7 +96,7 @@ class JsonMemoryStore(MemoryStoreBase):
     def _write(self, data: Data) -> None:
         doc = {"format": FORMAT, "version": _VERSION, "namespaces": data}
         payload = json.dumps(doc, ensure_ascii=False, indent=1, sort_keys=True).encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_parent_dir(self.path, "json")
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -113,7 +114,7 @@ class JsonMemoryStore(MemoryStoreBase):
     @contextlib.contextmanager
     def _locked(self) -> Iterator[Data]:
         """Exclusive read-modify-write: yields a copy of the data, written back on success."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_parent_dir(self.path, "json")
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             self._acquire(fd)

@@ -29,6 +29,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore.errors import MemoryCorrupt
+from ctxcore_memory._files import make_parent_dir
 from ctxcore.memory import (
     MemoryItem,
     MemoryStoreBase,
@@ -115,7 +116,7 @@ class SqliteMemoryStore(MemoryStoreBase):
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_parent_dir(self.path, "sqlite")
         self._init_schema()
 
     # ----------------------------------------------------------- connection

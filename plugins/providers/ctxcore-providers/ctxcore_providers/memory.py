@@ -120,17 +120,23 @@ def current_user_text(state: Mapping[str, Any], input_key: str, state_key: str) 
     return ""
 
 
+NO_STORE = "memory_recall needs a memory store: add a 'memory:' step to the pipeline (or pass store=)"
+
+
 class MemoryRecall:
     """Queries the long-term memory store with the current user message; renders an untrusted block."""
 
     def __init__(self, config: MemoryRecallConfig, store_getter: Callable[[], Any] | None = None) -> None:
         self.config = config
-        self._get_store = (lambda: config.store) if config.store is not None else (store_getter or current_pipeline_context().memory)
+        context = current_pipeline_context()
+        if config.store is None and store_getter is None and context.has_memory is False:
+            raise ValueError(NO_STORE)  # found when the pipeline compiles (`ctx pipeline validate`), not at the first build
+        self._get_store = (lambda: config.store) if config.store is not None else (store_getter or context.memory)
 
     def _store(self) -> Any:
         store = self._get_store()
         if store is None:
-            raise ValueError("memory_recall needs a memory store: add a 'memory:' step to the pipeline (or pass store=)")
+            raise ValueError(NO_STORE)
         return store
 
     def _query(self, state: Mapping[str, Any]) -> str:

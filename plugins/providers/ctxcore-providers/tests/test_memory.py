@@ -20,7 +20,7 @@ from ctxcore_providers.memory import (
 )
 
 from ctxcore import hookimpl
-from ctxcore.errors import ComponentError
+from ctxcore.errors import ConfigError
 from ctxcore.pipeline import Pipeline
 from ctxcore.protocols import MemoryStore
 from ctxcore.testing import fresh_host
@@ -108,11 +108,13 @@ class TestMemoryRecall:
         assert "alice speaks french" in m.text
 
     def test_no_store_is_a_clear_error(self) -> None:
-        """A pipeline without memory: fails the build naming the fix."""
+        """A pipeline without memory: fails when it compiles (before any build), naming the fix."""
         host = fresh_host(("providers", providers_plugin), ("counters", counters_plugin))
         p = Pipeline.from_string("version: 1\nproviders: [memory_recall]\n", host=host)
-        with pytest.raises(ComponentError, match="add a 'memory:' step"):
+        with pytest.raises(ConfigError, match="add a 'memory:' step"):
             p.build({"input": "hello"})
+        with pytest.raises(ValueError, match="add a 'memory:' step"):  # outside a pipeline: at the build
+            MemoryRecall(MemoryRecallConfig()).get_messages({"input": "hello"}, {})
 
     def test_nothing_without_query_or_hits(self) -> None:
         """No current message or no relevant item: no message."""
