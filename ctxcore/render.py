@@ -56,7 +56,10 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> dict[str, A
     order (they are trusted by construction). Tool results become
     ``tool_result`` blocks of a user message; consecutive same-role messages are
     merged so roles alternate strictly. Blank text blocks are left out and an
-    assistant message with nothing left is omitted. Run :func:`validate_request`
+    assistant message with nothing left is omitted. A tool call id reused by a
+    later assistant message is sent as ``<id>_2`` (``_3`` ...) with its result
+    renamed alike (Anthropic wants ids unique per request), and a final
+    assistant turn is sent without trailing whitespace. Run :func:`validate_request`
     with ``provider="anthropic"`` to know the result is accepted.
     """
     system, rendered, _ = _render_anthropic(_coerce(messages))
