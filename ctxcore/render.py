@@ -24,6 +24,8 @@ PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
 
 # Anthropic's pattern for tool_use ids.
 _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+# OpenAI's pattern for a message's participant ``name``.
+_OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
 _DATA_URL = re.compile(r"^data:(?P<type>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$", re.DOTALL)
 
 
@@ -54,7 +56,10 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> dict[str, A
     order (they are trusted by construction). Tool results become
     ``tool_result`` blocks of a user message; consecutive same-role messages are
     merged so roles alternate strictly. Blank text blocks are left out and an
-    assistant message with nothing left is omitted. Run :func:`validate_request`
+    assistant message with nothing left is omitted. A tool call id reused by a
+    later assistant message is sent as ``<id>_2`` (``_3`` ...) with its result
+    renamed alike (Anthropic wants ids unique per request), and a final
+    assistant turn is sent without trailing whitespace. Run :func:`validate_request`
     with ``provider="anthropic"`` to know the result is accepted.
     """
     system, rendered, _ = _render_anthropic(_coerce(messages))
@@ -69,18 +74,26 @@ def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]]
     system: list[dict[str, Any]] = []
     rendered: list[dict[str, Any]] = []
     origins: list[int] = []
+    # Anthropic wants tool_use ids unique across the request; OpenAI histories
+    # (local models especially) reuse ids like "call_0" from turn to turn.
+    taken = {c.id for m in messages for c in m.tool_calls}
+    used: set[str] = set()
+    renamed: dict[str, str] = {}  # ids of the current assistant's calls -> ids sent
     for index, m in enumerate(messages):
         if m.role == "system":
             system.extend(b for b in _blocks(m) if b["type"] == "text")
             continue
         if m.role == "tool":
             role = "user"
-            blocks = [_tool_result(m)]
+            blocks = [_tool_result(m, renamed.get(str(m.tool_call_id), m.tool_call_id))]
         else:
             role = m.role
             blocks = _blocks(m)
-            if m.role == "assistant":
-                blocks.extend(_tool_use(c.id, c.name, c.arguments) for c in m.tool_calls)
+            if m.role == "assistant" and m.tool_calls:
+                renamed = {}
+                for c in m.tool_calls:
+                    renamed[c.id] = _unique_id(c.id, used, taken)
+                    blocks.append(_tool_use(renamed[c.id], c.name, c.arguments))
         if not blocks:
             if role == "assistant":
                 continue
@@ -90,7 +103,36 @@ def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]]
         else:
             rendered.append({"role": role, "content": blocks})
             origins.append(index)
+    if _strip_final_assistant(rendered):
+        origins.pop()
     return system, rendered, origins
+
+
+def _unique_id(call_id: str, used: set[str], taken: set[str]) -> str:
+    """``call_id``, or ``call_id_N`` when an earlier call of the request already used it."""
+    out, n = call_id, 1
+    while out in used or (out != call_id and out in taken):
+        n += 1
+        out = f"{call_id}_{n}"
+    used.add(out)
+    return out
+
+
+def _strip_final_assistant(rendered: list[dict[str, Any]]) -> bool:
+    """Anthropic rejects a final assistant turn ending with whitespace: strip it (True: turn removed)."""
+    if not rendered or rendered[-1]["role"] != "assistant":
+        return False
+    content = rendered[-1]["content"]
+    if content[-1]["type"] == "text":
+        text = content[-1]["text"].rstrip()
+        if text:
+            content[-1] = {**content[-1], "text": text}
+        else:
+            content.pop()
+    if not content:
+        rendered.pop()
+        return True
+    return False
 
 
 def _blocks(m: Message) -> list[dict[str, Any]]:
@@ -110,8 +152,10 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
             if b.file_id:
                 out.append({"type": "document", "source": {"type": "file", "file_id": b.file_id}})
             else:
-                out.append({"type": "document", "source": {
-                    "type": "base64", "media_type": "application/pdf", "data": b.file_data or ""}})
+                data = b.file_data or ""
+                match = _DATA_URL.match(data)  # OpenAI's file_data is a data: URL
+                media, data = (match["type"], match["data"]) if match else ("application/pdf", data)
+                out.append({"type": "document", "source": {"type": "base64", "media_type": media, "data": data}})
     return out
 
 
@@ -130,8 +174,8 @@ def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {"type": "tool_use", "id": call_id, "name": name, "input": parsed}
 
 
-def _tool_result(m: Message) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id}
+def _tool_result(m: Message, tool_use_id: str | None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id}
     content = _blocks(m)
     if content:
         block["content"] = content
@@ -145,7 +189,8 @@ def validate_request(messages: Iterable[Message | Mapping[str, Any]], provider: 
     Both providers: every tool result answers a call of the assistant message
     right before it (parallel results in any order), every call is answered
     before the next other message, call ids are present and unique per message.
-    OpenAI: user/system/tool content present, images and files only in user
+    OpenAI: user/system/tool content present (a list of parts non-empty),
+    names matching ``[a-zA-Z0-9_-]+``, images and files only in user
     messages, an assistant message has content or tool calls. Anthropic: at
     least one user message, the first non-system message is from the user
     (never a tool result), no empty user message, tool arguments a JSON object,
@@ -195,6 +240,12 @@ def _kinds(m: Message) -> set[str]:
 
 def _check_openai(items: Sequence[Message]) -> None:
     for index, m in enumerate(items):
+        if m.name is not None and not _OPENAI_NAME.match(m.name):
+            raise InvalidHistory(
+                f"name {m.name!r} does not match OpenAI's [a-zA-Z0-9_-]+ (no spaces or dots)", index=index
+            )
+        if isinstance(m.content, tuple) and not m.content:
+            raise InvalidHistory("OpenAI rejects an empty list of content parts; give at least one part", index=index)
         if m.role in ("user", "system", "tool") and m.content is None:
             raise InvalidHistory(f"OpenAI requires content in a {m.role} message", index=index)
         if m.role == "assistant" and m.content is None and not m.tool_calls:
