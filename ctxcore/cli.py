@@ -189,6 +189,17 @@ def _read_json(path: str, what: str) -> Any:
         _fail(f"{path}:{exc.lineno}:{exc.colno}: {what} is not valid JSON: {exc.msg}")
 
 
+def _parse_runtime(items: tuple[str, ...]) -> dict[str, str]:
+    """The ``--runtime KEY=VALUE`` options as a dict; a malformed item exits 1 naming it."""
+    runtime: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _fail(f"--runtime {item!r}: expected KEY=VALUE")
+        runtime[key] = value
+    return runtime
+
+
 def _read_state(state_file: str) -> dict[str, Any]:
     """The state JSON object of ``state_file``; a wrong shape exits 1 naming the file and the expected shape."""
     state = _read_json(state_file, "state")
@@ -218,12 +229,7 @@ def build(ctx: click.Context, file: str | None, preset: str | None, state_file: 
     p = load_file_or_preset(ctx, file, preset)
     file = file or f"preset {preset}"
     state = _read_state(state_file)
-    runtime = {}
-    for item in runtime_items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            _fail(f"--runtime {item!r}: expected KEY=VALUE")
-        runtime[key] = value
+    runtime = _parse_runtime(runtime_items)
     try:
         built = p.build(state, runtime)
     except ConfigError as exc:

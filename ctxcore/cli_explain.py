@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ctxcore.cli import _fail, _load_pipeline, _read_state, cli
+from ctxcore.cli import _echo_issues, _fail, _load_pipeline, _parse_runtime, _read_state, cli
 from ctxcore.errors import ConfigError, CtxError
 from ctxcore.report import BuildReport, MessageRecord
 
@@ -112,17 +112,11 @@ def explain(ctx: click.Context, file: str, state_file: str, runtime_items: tuple
     """Build FILE for STATE and explain the budget: tokens per source and zone, and every decision."""
     p = _load_pipeline(ctx, file)
     state = _read_state(state_file)
-    runtime = {}
-    for item in runtime_items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            _fail(f"--runtime {item!r}: expected KEY=VALUE")
-        runtime[key] = value
+    runtime = _parse_runtime(runtime_items)
     try:
         report = p.build(state, runtime).report
     except ConfigError as exc:
-        for issue in exc.issues:
-            click.echo(str(issue), err=True)
+        _echo_issues(exc)
         _fail(f"{file}: components could not be created")
     except CtxError as exc:
         _fail(f"{type(exc).__name__}: {exc}")
