@@ -79,6 +79,7 @@ def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]]
     taken = {c.id for m in messages for c in m.tool_calls}
     used: set[str] = set()
     renamed: dict[str, str] = {}  # ids of the current assistant's calls -> ids sent
+    last = max((k for k, m in enumerate(messages) if m.role != "system"), default=-1)
     for index, m in enumerate(messages):
         if m.role == "system":
             system.extend(b for b in _blocks(m) if b["type"] == "text")
@@ -95,9 +96,9 @@ def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]]
                     renamed[c.id] = _unique_id(c.id, used, taken)
                     blocks.append(_tool_use(renamed[c.id], c.name, c.arguments))
         if not blocks:
-            if role == "assistant":
-                continue
-            blocks = [{"type": "text", "text": ""}]  # kept so validation can name it
+            if role == "assistant" or index != last:
+                continue  # a blank past turn carries nothing: leave it out
+            blocks = [{"type": "text", "text": ""}]  # the current turn: kept so validation can name it
         if rendered and rendered[-1]["role"] == role:
             rendered[-1]["content"].extend(blocks)
         else:
@@ -106,6 +107,11 @@ def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]]
     if _strip_final_assistant(rendered):
         origins.pop()
     return system, rendered, origins
+
+
+def _skipped_for_anthropic(m: Message) -> bool:
+    """True for a message with nothing to send (no content blocks, no tool calls) that is not a tool result."""
+    return m.role in ("user", "assistant") and not m.tool_calls and not _blocks(m)
 
 
 def _unique_id(call_id: str, used: set[str], taken: set[str]) -> str:
@@ -193,7 +199,8 @@ def validate_request(messages: Iterable[Message | Mapping[str, Any]], provider: 
     names matching ``[a-zA-Z0-9_-]+``, images and files only in user
     messages, an assistant message has content or tool calls. Anthropic: at
     least one user message, the first non-system message is from the user
-    (never a tool result), no empty user message, tool arguments a JSON object,
+    (never a tool result), the current user message not blank (blank earlier
+    turns are left out by the renderer), tool arguments a JSON object,
     ids matching ``[a-zA-Z0-9_-]+``, images only from the user or in tool results.
     """
     if provider not in PROVIDERS:
@@ -255,7 +262,10 @@ def _check_openai(items: Sequence[Message]) -> None:
 
 
 def _check_anthropic(items: Sequence[Message]) -> None:
-    first = next((k for k, m in enumerate(items) if m.role != "system"), None)
+    last = max((k for k, m in enumerate(items) if m.role != "system"), default=-1)
+    first = next(
+        (k for k, m in enumerate(items) if m.role != "system" and (k == last or not _skipped_for_anthropic(m))), None
+    )
     if first is None:
         raise InvalidHistory("Anthropic requires at least one user message; the request has only system messages")
     if items[first].role != "user":
@@ -266,7 +276,9 @@ def _check_anthropic(items: Sequence[Message]) -> None:
     for index, m in enumerate(items):
         if m.role in ("system", "assistant") and _kinds(m) - {"text"}:
             raise InvalidHistory(f"Anthropic accepts images and files only from the user, not in a {m.role} message", index=index)
-        if m.role == "user" and not _blocks(m):
+        if m.role == "user" and index == last and not _blocks(m):
+            # A blank user message in the past is left out by the renderer; the
+            # current one is the question itself, so sending nothing is refused.
             raise InvalidHistory("Anthropic rejects a user message with empty content", index=index)
         for call in m.tool_calls:
             if not _ANTHROPIC_ID.match(call.id):

@@ -137,3 +137,36 @@ def test_every_validated_request_renders_to_what_anthropic_accepts(msgs: list[Me
     except InvalidHistory:
         return
     check_anthropic_body(to_anthropic(msgs))
+
+
+class TestBlankUserMessages:
+    """A blank user message in the past (e.g. "" sent after tool results) must not poison every later build."""
+
+    def _history(self):
+        from ctxcore.messages import ai, human, system, tool
+
+        call = ai(tool_calls=[{"id": "c1", "name": "read_file", "arguments": {"path": "a.py"}}])
+        return [system("s"), human("read a.py"), call, tool("print(1)", tool_call_id="c1"), human(""),
+                ai("It prints 1."), human("thanks, now b.py?")]
+
+    def test_a_past_blank_user_message_is_left_out_for_anthropic(self) -> None:
+        from ctxcore.render import to_anthropic, validate_request
+
+        msgs = self._history()
+        validate_request(msgs, "anthropic")
+        body = to_anthropic(msgs)
+        roles = [m["role"] for m in body["messages"]]
+        assert roles == ["user", "assistant", "user", "assistant", "user"]
+        for m in body["messages"]:
+            for block in m["content"]:
+                assert block["type"] != "text" or block["text"].strip(), "Anthropic rejects empty text blocks"
+
+    def test_a_blank_current_user_message_is_still_refused(self) -> None:
+        from ctxcore.errors import InvalidHistory
+        from ctxcore.messages import human
+        from ctxcore.render import validate_request
+
+        msgs = self._history()[:-1] + [human("   ")]
+        with pytest.raises(InvalidHistory, match="empty content") as info:
+            validate_request(msgs, "anthropic")
+        assert info.value.index == len(msgs) - 1
