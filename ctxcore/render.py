@@ -165,10 +165,16 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
     return out
 
 
+#: base64 image types Anthropic accepts, and common aliases sent as their standard name.
+ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+_IMAGE_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+
+
 def _source(url: str) -> dict[str, Any]:
     match = _DATA_URL.match(url)
     if match:
-        return {"type": "base64", "media_type": match["type"], "data": match["data"]}
+        media = match["type"].lower()
+        return {"type": "base64", "media_type": _IMAGE_ALIASES.get(media, media), "data": match["data"]}
     return {"type": "url", "url": url}
 
 
@@ -201,7 +207,8 @@ def validate_request(messages: Iterable[Message | Mapping[str, Any]], provider: 
     least one user message, the first non-system message is from the user
     (never a tool result), the current user message not blank (blank earlier
     turns are left out by the renderer), tool arguments a JSON object,
-    ids matching ``[a-zA-Z0-9_-]+``, images only from the user or in tool results.
+    ids matching ``[a-zA-Z0-9_-]+``, images only from the user or in tool results,
+    base64 images of a type Anthropic takes (``ANTHROPIC_IMAGE_TYPES``).
     """
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
@@ -276,6 +283,15 @@ def _check_anthropic(items: Sequence[Message]) -> None:
     for index, m in enumerate(items):
         if m.role in ("system", "assistant") and _kinds(m) - {"text"}:
             raise InvalidHistory(f"Anthropic accepts images and files only from the user, not in a {m.role} message", index=index)
+        for block in m.content if isinstance(m.content, tuple) else ():
+            if isinstance(block, ImageBlock):
+                source = _source(block.url)
+                if source["type"] == "base64" and source["media_type"] not in ANTHROPIC_IMAGE_TYPES:
+                    raise InvalidHistory(
+                        f"Anthropic accepts base64 images as {', '.join(sorted(ANTHROPIC_IMAGE_TYPES))}, not "
+                        f"{source['media_type']}; convert the image (e.g. to PNG) before adding it",
+                        index=index,
+                    )
         if m.role == "user" and index == last and not _blocks(m):
             # A blank user message in the past is left out by the renderer; the
             # current one is the question itself, so sending nothing is refused.

@@ -170,3 +170,35 @@ class TestBlankUserMessages:
         with pytest.raises(InvalidHistory, match="empty content") as info:
             validate_request(msgs, "anthropic")
         assert info.value.index == len(msgs) - 1
+
+
+class TestAnthropicImageTypes:
+    """Anthropic takes base64 images as image/jpeg, image/png, image/gif or image/webp only."""
+
+    def _with_image(self, url: str):
+        from ctxcore.messages import ImageBlock, TextBlock, human
+
+        return [human([TextBlock(text="what is this?"), ImageBlock(url=url)])]
+
+    def test_jpg_alias_is_sent_as_jpeg(self) -> None:
+        from ctxcore.render import to_anthropic, validate_request
+
+        msgs = self._with_image("data:image/jpg;base64,AAAA")
+        validate_request(msgs, "anthropic")
+        block = to_anthropic(msgs)["messages"][0]["content"][1]
+        assert block["source"] == {"type": "base64", "media_type": "image/jpeg", "data": "AAAA"}
+
+    def test_unsupported_type_is_refused_with_the_index(self) -> None:
+        from ctxcore.errors import InvalidHistory
+        from ctxcore.render import validate_request
+
+        with pytest.raises(InvalidHistory, match="image/bmp") as info:
+            validate_request(self._with_image("data:image/bmp;base64,AAAA"), "anthropic")
+        assert info.value.index == 0
+
+    def test_http_urls_are_passed_as_url_sources(self) -> None:
+        from ctxcore.render import to_anthropic, validate_request
+
+        msgs = self._with_image("https://example.com/cat.png")
+        validate_request(msgs, "anthropic")
+        assert to_anthropic(msgs)["messages"][0]["content"][1]["source"] == {"type": "url", "url": "https://example.com/cat.png"}
