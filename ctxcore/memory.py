@@ -39,6 +39,7 @@ __all__ = [
     "check_limit",
     "check_metadata",
     "check_query",
+    "check_retrieve",
     "format_memories",
     "item_id",
     "memory_text",
@@ -222,6 +223,27 @@ def check_query(query: Any) -> str:
         raise ValueError("query is empty: say what to look for")
     _check_encodable(text, "query")
     return text
+
+
+def check_retrieve(
+    store: str, query: Any, limit: int, namespace: str | None, options: dict[str, Any]
+) -> tuple[str, int, str, dict[str, str]]:
+    """The checked arguments of a ``retrieve`` call: (query text, limit, namespace, filters).
+
+    ``options`` are the call's extra keywords; ``filters`` is the only one the
+    shared contract knows, so anything else is refused naming ``store``.
+
+    Raises:
+        ValueError, TypeError: what :func:`check_query`, :func:`check_limit` and
+            :func:`check_filters` report, or an unknown option.
+    """
+    text = check_query(query)
+    checked_limit = check_limit(limit)
+    ns = resolve_namespace(namespace)
+    filters = check_filters(options.pop("filters", None))
+    if options:
+        raise TypeError(f"{store} memory store: unknown retrieve option(s) {', '.join(sorted(options))}")
+    return text, checked_limit, ns, filters
 
 
 def item_id(item: Any) -> str:

@@ -38,10 +38,8 @@ from ctxcore.memory import (
     MemoryItem,
     MemoryStoreBase,
     canonical_json,
-    check_filters,
-    check_limit,
     check_metadata,
-    check_query,
+    check_retrieve,
     item_id,
     memory_text,
     new_memory_id,
@@ -179,12 +177,7 @@ class PostgresMemoryStore(MemoryStoreBase):
         """The best full-text matches of any query word (stemmed), in ``namespace``; ``filters=`` match metadata."""
         from psycopg import sql
 
-        text = check_query(query)
-        limit = check_limit(limit)
-        ns = resolve_namespace(namespace)
-        filters = check_filters(kw.pop("filters", None))
-        if kw:
-            raise TypeError(f"postgres memory store: unknown retrieve option(s) {', '.join(sorted(kw))}")
+        text, limit, ns, filters = check_retrieve("postgres", query, limit, namespace, kw)
         tsquery = _or_query(text)
         if not tsquery:
             return []

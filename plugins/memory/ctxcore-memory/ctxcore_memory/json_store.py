@@ -35,10 +35,8 @@ from ctxcore.memory import (
     MemoryItem,
     MemoryStoreBase,
     canonical_json,
-    check_filters,
-    check_limit,
     check_metadata,
-    check_query,
+    check_retrieve,
     item_id,
     memory_text,
     new_memory_id,
@@ -165,12 +163,8 @@ class JsonMemoryStore(MemoryStoreBase):
 
     def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
         """Substring matches first, then memories by shared query words; ``filters=`` match metadata."""
-        text = check_query(query).lower()
-        limit = check_limit(limit)
-        ns = resolve_namespace(namespace)
-        filters = check_filters(kw.pop("filters", None))
-        if kw:
-            raise TypeError(f"json memory store: unknown retrieve option(s) {', '.join(sorted(kw))}")
+        text, limit, ns, filters = check_retrieve("json", query, limit, namespace, kw)
+        text = text.lower()
         words = set(tokenize(text))
         phrase = text.strip()
         scored: list[tuple[float, str, str, dict[str, Any]]] = []

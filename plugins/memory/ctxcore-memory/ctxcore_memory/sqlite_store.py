@@ -34,10 +34,8 @@ from ctxcore.memory import (
     MemoryItem,
     MemoryStoreBase,
     canonical_json,
-    check_filters,
-    check_limit,
     check_metadata,
-    check_query,
+    check_retrieve,
     item_id,
     memory_text,
     new_memory_id,
@@ -193,12 +191,7 @@ class SqliteMemoryStore(MemoryStoreBase):
 
     def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
         """The best BM25 matches of any query word (stemmed), in ``namespace``; ``filters=`` match metadata."""
-        text = check_query(query)
-        limit = check_limit(limit)
-        ns = resolve_namespace(namespace)
-        filters = check_filters(kw.pop("filters", None))
-        if kw:
-            raise TypeError(f"sqlite memory store: unknown retrieve option(s) {', '.join(sorted(kw))}")
+        text, limit, ns, filters = check_retrieve("sqlite", query, limit, namespace, kw)
         words = _query_terms(text)
         if not words:
             return []
