@@ -350,10 +350,10 @@ class ContextBuilder:
         messages = self._run_filters(sanitized, runtime, report, budget)
         if self.target.legal_start:
             messages = self._legal_start(messages, sanitized, tool_tokens, report)
-        if self.check_pairing:
-            check_tool_pairing(messages)
         if self.target.validate_request:
-            validate_request(messages, self.target.provider)
+            validate_request(messages, self.target.provider)  # includes the pairing check
+        elif self.check_pairing:
+            check_tool_pairing(messages)
         tokens = [self.counter.count_message(m) for m in messages]
         report.tool_tokens = tool_tokens
         report.total_tokens = sum(tokens) + self.counter.priming + tool_tokens
