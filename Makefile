@@ -3,14 +3,16 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PACKAGES := -e . $(foreach p,$(wildcard plugins/*/*/pyproject.toml),-e $(dir $(p)))
+# Plugin distributions: the shipped ones and the third-party examples (installed and tested like any user's).
+PLUGIN_PROJECTS := $(wildcard plugins/*/*/pyproject.toml examples/*/pyproject.toml)
+PACKAGES := -e . $(foreach p,$(PLUGIN_PROJECTS),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
 .PHONY: install demo test lint clean test-mem0 bench-counters postgres
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard plugins/*/*/pyproject.toml) requirements-dev.txt
+$(STAMP): pyproject.toml $(PLUGIN_PROJECTS) requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet $(PACKAGES) -r requirements-dev.txt
 	@touch $@
@@ -54,9 +56,9 @@ postgres:
 
 # Pyflakes, syntax and bugbear checks, and types of the core and every plugin package.
 lint: install
-	$(VENV)/bin/ruff check --select F,E9,B --target-version py310 --output-format concise ctxcore plugins tests bench
+	$(VENV)/bin/ruff check --select F,E9,B --target-version py310 --output-format concise ctxcore plugins examples tests bench
 	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
-	$(foreach p,$(wildcard plugins/*/*/pyproject.toml),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
+	$(foreach p,$(PLUGIN_PROJECTS),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
 
 # The mem0 adapter against the real mem0ai library, offline (embedded Qdrant, a local
 # OpenAI-protocol stub for embeddings and extraction). mem0ai and its ~200 MB of
