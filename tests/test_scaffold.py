@@ -142,27 +142,42 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
+@pytest.fixture(scope="module")
+def installed(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One freshly scaffolded plugin per kind, pip-installed (not editable) into the venv in one call."""
+    root = tmp_path_factory.mktemp("scaffolded")
+    targets = {kind: create_plugin(f"acme-{kind}-plugin", kind, root) for kind in KINDS}
+    _run(venv, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+         *targets.values(), cwd=root)
+    return targets
+
+
+@pytest.fixture(scope="module")
+def listing(venv: Path, installed: dict[str, Path]) -> dict[str, dict[str, object]]:
+    """``ctx plugins list --json`` of the venv, by plugin name."""
+    out = _run(venv, "-m", "ctxcore.cli", "plugins", "list", "--json", cwd=next(iter(installed.values())).parent)
+    return {p["name"]: p for p in json.loads(out.stdout)}
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("kind", KINDS)
-def test_scaffold_installs_passes_its_tests_and_is_listed(kind: str, venv: Path, tmp_path: Path) -> None:
-    name = f"acme-{kind}-plugin"
-    target = create_plugin(name, kind, tmp_path)
-    package, component = f"acme_{kind}_plugin", f"acme_{kind}_plugin"
+def test_scaffold_installs_passes_its_tests_and_is_listed(
+    kind: str, venv: Path, installed: dict[str, Path], listing: dict[str, dict[str, object]]
+) -> None:
+    target = installed[kind]
+    name, package = target.name, f"acme_{kind}_plugin"
+    outside = target.parent  # not the plugin directory: imports must come from the installed copy
 
-    _run(venv, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", target, cwd=tmp_path)
-
-    # The generated tests, run from outside the source tree: they exercise the installed copy.
-    where = _run(venv, "-c", f"import {package}; print({package}.__file__)", cwd=tmp_path).stdout
+    where = _run(venv, "-c", f"import {package}; print({package}.__file__)", cwd=outside).stdout
     assert "site-packages" in where and str(target) not in where
-    tests = _run(venv, "-m", "pytest", "-q", "-p", "no:cacheprovider", target / "tests", cwd=tmp_path)
+    tests = _run(venv, "-m", "pytest", "-q", "-p", "no:cacheprovider", target / "tests", cwd=outside)
     assert " passed" in tests.stdout and "failed" not in tests.stdout and "error" not in tests.stdout.lower()
 
-    listed = json.loads(_run(venv, "-m", "ctxcore.cli", "plugins", "list", "--json", cwd=tmp_path).stdout)
-    mine = [p for p in listed if p["name"] == name]
-    assert len(mine) == 1, [p["name"] for p in listed]
-    assert mine[0]["status"] == "loaded" and mine[0]["error"] is None
-    assert mine[0]["components"][kind] == [component]
-    assert mine[0]["entry_point"] == f"{name} = {package}.plugin"
+    assert name in listing, sorted(listing)
+    mine = listing[name]
+    assert mine["status"] == "loaded" and mine["error"] is None
+    assert mine["components"] == {k: ([package] if k == kind else []) for k in KINDS}
+    assert mine["entry_point"] == f"{name} = {package}.plugin"
 
 
 @pytest.mark.integration
