@@ -28,6 +28,7 @@ from ctxcore.redaction import DEFAULT_REDACTOR, Redactor
 __all__ = ["RedactConfig", "Redact"]
 
 Role = Literal["user", "assistant", "tool", "system"]
+_DEFAULT_ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
 
 
 class RedactConfig(BaseModel):
@@ -36,7 +37,7 @@ class RedactConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     roles: list[Role] = Field(
-        default_factory=lambda: ["user", "assistant", "tool"],
+        default_factory=lambda: list(_DEFAULT_ROLES),
         description="Roles whose messages are scanned (protected messages are never rewritten).",
     )
     extra_key_names: list[str] = Field(
@@ -78,7 +79,7 @@ class Redact:
                 changed += clean is not m
                 m = clean
             out.append(m)
-        if changed:
+        if changed and ctx.report is not None:
             ctx.report.notes.append(f"{ctx.step_id}: redacted secrets in {changed} message(s)")
         return out
 
