@@ -13,8 +13,10 @@ so ctxcore needs no template engine.
 
 from __future__ import annotations
 
+import importlib.util
 import keyword
 import re
+import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -106,6 +108,9 @@ def plugin_names(name: str, kind: str, component: str | None = None) -> PluginNa
                             "start the name with a letter (for example ctxcore-3d -> ctxcore-three-d)")
     if package == "ctxcore" or (package.startswith("ctxcore_") and package.split("_", 1)[1] in _RESERVED):
         raise ScaffoldError(f"{name!r} is the name of a ctxcore distribution; choose another one")
+    if package in sys.stdlib_module_names or importlib.util.find_spec(package) is not None:
+        raise ScaffoldError(f"a module named {package!r} is already importable here; a plugin package of that name "
+                            "would shadow it (or it is installed already): choose another NAME")
     if component is None:
         base = name.lower()
         base = base[len("ctxcore-"):] if base.startswith(("ctxcore-", "ctxcore_")) and len(base) > 8 else base

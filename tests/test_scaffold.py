@@ -65,6 +65,11 @@ class TestNames:
             with pytest.raises(ScaffoldError, match="ctxcore distribution"):
                 plugin_names(taken, "filter")
 
+    @pytest.mark.parametrize("taken", ["json", "pydantic", "click"])
+    def test_names_that_would_shadow_a_module(self, taken: str) -> None:
+        with pytest.raises(ScaffoldError, match="already importable"):
+            plugin_names(taken, "memory")
+
     def test_bad_component_name(self) -> None:
         with pytest.raises(ScaffoldError, match="--component"):
             plugin_names("acme", "filter", component="not-valid")
