@@ -201,3 +201,13 @@ def test_templates_ship_in_the_wheel(tmp_path: Path) -> None:
                 for p in (ROOT / "ctxcore" / "scaffold_templates").rglob("*.tmpl")}
     assert len(expected) == 4 + 2 * len(KINDS)
     assert shipped == expected
+
+
+@pytest.mark.integration
+def test_scaffolds_pass_the_projects_linters(installed: dict[str, Path]) -> None:
+    """The generated code is held to the bar of ctxcore's own plugins: ruff and mypy are clean."""
+    bin_dir = Path(sys.executable).parent
+    root = next(iter(installed.values())).parent
+    _run(bin_dir / "ruff", "check", "--select", "F,E9,B", "--target-version", "py310", "--no-cache", root, cwd=root)
+    packages = [target / f"acme_{kind}_plugin" for kind, target in installed.items()]
+    _run(sys.executable, "-m", "mypy", "--ignore-missing-imports", "--no-incremental", *packages, cwd=root)
