@@ -69,13 +69,15 @@ def build_report(pipeline: Path, state: Path, html: Path) -> None:
     )
 
 
-def screenshot(html: Path, png: Path, *, full_page: bool = False) -> None:
-    """Load ``html`` from disk and save a screenshot of it to ``png``."""
+def screenshot(html: Path, png: Path) -> None:
+    """Load ``html`` from disk and save a screenshot of it to ``png``, down to the decisions (the message table is long)."""
     with browser_page() as page:
         page.goto(html.resolve().as_uri())
         page.wait_for_selector("[data-testid=total-tokens]")
+        box = page.locator(".grid2").bounding_box()
         png.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(png), full_page=full_page)
+        page.screenshot(path=str(png), full_page=True,
+                        clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": box["y"] + box["height"] + 12})
 
 
 def main(argv: list[str]) -> int:
