@@ -65,7 +65,7 @@ def _bar(report: BuildReport, model: ModelBudget | None, source_kinds: Mapping[s
     for r in report.kept:
         sent[(category_of(r, source_kinds), r.source or "", r.zone)] += r.tokens or 0
     order = list(CATEGORIES)
-    segments = [
+    segments: list[dict[str, Any]] = [
         {"category": c, "source": s, "zone": z, "tokens": t}
         for (c, s, z), t in sorted(sent.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1]))
     ]
@@ -114,8 +114,9 @@ def _history_units(built: BuiltContext, history: Sequence[Message] | None,
     if history is not None:
         groups = [[by_id[m.id] for m in u.slice(history) if m.id in by_id] for u in group_units(history)]
     else:
-        for r in records:
-            if r.position is None:
+        sent_ids = {r.id for r in records if r.position is not None}
+        for r in records:  # removed units; an original whose replacement was sent joins that unit below
+            if r.position is None and r.into not in sent_ids:
                 if r.unit_start or not groups:
                     groups.append([r])
                 else:
@@ -124,6 +125,12 @@ def _history_units(built: BuiltContext, history: Sequence[Message] | None,
         groups.extend([by_id[m.id] for m in u.slice(sent) if m.id in by_id] for u in group_units(sent))
     groups = [g for g in groups if g]
     home = {r.id: i for i, g in enumerate(groups) for r in g}
+    if history is None:
+        for r in records:
+            if r.id not in home and r.into in home:
+                group = groups[home[r.into]]
+                group.insert(group.index(by_id[str(r.into)]), r)
+                home[r.id] = home[r.into]
     after: dict[int, list[list[MessageRecord]]] = {}
     for c in report.compressions:  # a replacement goes after the last unit it replaced
         if c.new_id in by_id and c.new_id not in home:
@@ -144,7 +151,8 @@ def _history_units(built: BuiltContext, history: Sequence[Message] | None,
         else:
             after.setdefault(previous, []).append([r])
             home[r.id] = previous
-    ordered = after.get(-1, [])
+    ordered = [[r] for r in records if r.id not in home]  # removed, but not part of any input unit: oldest
+    ordered.extend(after.get(-1, []))
     for i, g in enumerate(groups):
         ordered.append(g)
         ordered.extend(after.get(i, []))

@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
+from ctxcore.errors import BudgetExceeded
 from ctxcore.html_report import render_html, report_payload
 from ctxcore.pipeline import Pipeline
 from tests.test_cli import ROOT, ctx
@@ -198,3 +201,62 @@ class TestInChromium:
         assert any(p.startswith("</script><script>alert(1)") for p in previews)
         assert page.eval_on_selector_all("img", "els => els.length") == 0
         assert seen == {"console": [], "errors": [], "dialogs": [], "requests": []}
+
+
+# ---------------------------------------------------------------- properties
+def _fresh_host() -> Any:
+    import ctxcore_counters.plugin
+    import ctxcore_filters.plugin
+    import ctxcore_providers.plugin
+
+    from ctxcore.testing import fresh_host
+
+    return fresh_host(
+        ("ctxcore-providers", ctxcore_providers.plugin),
+        ("ctxcore-filters", ctxcore_filters.plugin),
+        ("ctxcore-counters", ctxcore_counters.plugin),
+    )
+
+
+_turn = st.tuples(st.integers(1, 60), st.integers(0, 2), st.integers(1, 400), st.booleans())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(turns=st.lists(_turn, min_size=1, max_size=12), window=st.integers(400, 3000), with_history=st.booleans())
+def test_units_partition_the_history(turns: list[tuple[int, int, int, bool]], window: int, with_history: bool) -> None:
+    """Whatever is kept, compressed or dropped, every history message is in exactly one unit and the bar fills the window."""
+    from ctxcore.builder import coerce_messages
+    from ctxcore.html_report import pipeline_context
+
+    raw: list[dict[str, Any]] = []
+    for n, (words, calls, result_words, answer) in enumerate(turns):
+        raw.append({"role": "user", "content": " ".join(["ask"] * words)})
+        if calls:
+            ids = [f"c{n}_{k}" for k in range(calls)]
+            raw.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in ids]})
+            raw.extend({"role": "tool", "tool_call_id": i, "content": " ".join(["out"] * result_words)} for i in ids)
+        if answer or not calls:
+            raw.append({"role": "assistant", "content": "done " * 3})
+    raw.append({"role": "user", "content": "next"})
+    p = Pipeline.from_dict({
+        "version": 1, "model": {"context_window": window, "reserve_output_tokens": 100},
+        "providers": [{"type": "static_prompt", "text": "Be brief."}, {"type": "history", "id": "chat"}],
+        "filters": [{"type": "compaction", "trigger_ratio": 0.7, "target_ratio": 0.5, "on_overflow": "warn",
+                     "steps": [{"kind": "tool_results", "min_tokens": 20}, {"kind": "trim", "keep_first": 1, "keep_last": 2}]},
+                    "token_budget"],
+    }, host=_fresh_host())
+    messages = coerce_messages(raw)
+    try:
+        built = p.build({"messages": messages})
+    except BudgetExceeded:
+        event("over budget")
+        return  # the newest turn alone does not fit: nothing to draw
+    model, kinds = pipeline_context(p)
+    data = report_payload(built, model=model, source_kinds=kinds, history=messages if with_history else None)
+    history_ids = [m["id"] for m in data["messages"] if m["zone"] == "dynamic"]
+    unit_ids = [i for u in data["units"] for i in u["ids"]]
+    event(f"fates {sorted(set(u['fate'] for u in data['units']))}")
+    assert sorted(unit_ids) == sorted(history_ids)
+    assert sum(s["tokens"] for s in data["bar"]) == window
+    assert sum(data["unit_counts"].values()) == len(data["units"])
