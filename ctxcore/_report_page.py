@@ -40,7 +40,7 @@ h2 { margin:0 0 12px; font-size:13px; font-weight:650; text-transform:uppercase;
 .strip { display:flex; gap:2px; height:34px; align-items:stretch; }
 .unit { min-width:5px; border-radius:3px; }
 .axis { display:flex; justify-content:space-between; color:var(--muted); font-size:12px; margin-top:4px; }
-.grid2 { display:grid; grid-template-columns:minmax(0,1fr) minmax(0,1fr); gap:16px; }
+.grid2 { display:grid; grid-template-columns:minmax(0,1.1fr) minmax(0,1fr); gap:16px; }
 .grid2 > section { margin-top:16px; }
 table { border-collapse:collapse; width:100%; font-variant-numeric:tabular-nums; }
 th, td { text-align:left; padding:5px 8px; border-bottom:1px solid var(--line); vertical-align:top; }
@@ -56,6 +56,7 @@ ol.decisions li:last-child { border-bottom:0; }
 .by.warning { background:#fef3c7; color:#92400e; }
 .text { overflow-wrap:anywhere; }
 .empty { color:var(--muted); }
+@media (max-width: 900px) { .grid2 { grid-template-columns:1fr; gap:0; } }
 """
 
 _JS = r"""
@@ -165,7 +166,7 @@ _JS = r"""
     $("messages").append(el("tr", { "data-testid": "message", "data-id": m.id },
       el("td", { class: "n" }, m.position === null ? "" : m.position), el("td", {}, m.role),
       el("td", {}, m.source || "\u2014"), el("td", {}, m.zone), el("td", {}, pill(m.fate)),
-      el("td", {}, m.by || (m.stage ? m.stage : "")),
+      el("td", {}, [m.by, m.stage].filter(Boolean).join(" \u00b7 ")),
       el("td", { class: "n", "data-col": "tokens" }, fmt(m.tokens)),
       el("td", { class: "preview", title: m.preview }, m.preview)));
   }
@@ -202,7 +203,7 @@ PAGE = (
 <div class="grid2">
 <section>
   <h2>Tokens by source and zone</h2>
-  <table><thead><tr><th>source</th><th>zone</th><th class="n">in</th><th class="n">out</th><th class="n">units dropped</th><th class="n">compressed</th></tr></thead><tbody id="rows"></tbody></table>
+  <table><thead><tr><th>source</th><th>zone</th><th class="n">tokens in</th><th class="n">tokens out</th><th class="n">units dropped</th><th class="n">compressed</th></tr></thead><tbody id="rows"></tbody></table>
   <table style="margin-top:12px"><thead><tr><th>zone</th><th class="n">kept tokens</th><th class="n">compressed tokens</th><th class="n">dropped tokens</th></tr></thead><tbody id="zones"></tbody></table>
 </section>
 <section>
