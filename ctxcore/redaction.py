@@ -1,0 +1,138 @@
+"""Secret redaction: one set of rules for log events, reports and plugins.
+
+Two rules, applied together:
+
+* **by key name** — a mapping entry whose key ends in ``key``, ``token``,
+  ``secret``, ``password``/``passwd`` or ``credential(s)``, or is
+  ``authorization``/``cookie`` (case-insensitive, ``-``/``_`` ignored: ``api_key``,
+  ``X-Api-Key``, ``GITHUB_TOKEN``, ``Authorization``), has its whole value
+  replaced, whatever the value is;
+* **by value pattern** — anything in a string that looks like a credential
+  (``sk-…`` API keys, ``Bearer …`` headers, Google ``AIza…`` keys, GitHub
+  ``ghp_…`` tokens, Slack ``xox…-`` tokens, AWS ``AKIA…`` key ids) is replaced
+  in place, wherever it appears (a log message, a tool result, an error text).
+
+Counts such as ``total_tokens`` or ``max_tokens`` end in ``tokens`` and are
+kept: only names ending in the singular are secrets.
+
+The rules are data (:class:`Redactor`), so a deployment can add its own key
+names and patterns; the module functions use the default rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "REDACTED",
+    "SECRET_KEY_NAMES",
+    "SECRET_VALUE_PATTERNS",
+    "Redactor",
+    "DEFAULT_REDACTOR",
+    "is_secret_key",
+    "redact_text",
+    "redact",
+]
+
+REDACTED = "[REDACTED]"
+
+#: Key-name rule: the normalised name (lower case, ``-`` and ``_`` removed) ends
+#: with one of these suffixes, or equals one of the exact names.
+SECRET_KEY_NAMES: tuple[str, ...] = ("key", "token", "secret", "password", "passwd", "credential", "credentials")
+SECRET_KEY_EXACT: tuple[str, ...] = ("authorization", "cookie", "setcookie")
+
+#: Value rule: substrings that are credentials whatever key holds them.
+SECRET_VALUE_PATTERNS: tuple[str, ...] = (
+    r"\bsk-[A-Za-z0-9_\-]{8,}",  # OpenAI / Anthropic style secret keys (sk-..., sk-proj-..., sk-ant-...)
+    r"\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}",  # HTTP bearer credentials
+    r"\bAIza[0-9A-Za-z_\-]{20,}",  # Google API keys
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
+    r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
+    r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key ids
+    r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)",  # user:password in a URL (postgresql://u:p@host)
+)
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """A set of redaction rules; :data:`DEFAULT_REDACTOR` holds the defaults.
+
+    Args:
+        key_suffixes: normalised key-name suffixes that mark a secret.
+        exact_keys: normalised key names that are secrets.
+        value_patterns: regular expressions of secret substrings.
+        replacement: what a secret becomes.
+    """
+
+    key_suffixes: tuple[str, ...] = SECRET_KEY_NAMES
+    exact_keys: tuple[str, ...] = SECRET_KEY_EXACT
+    value_patterns: tuple[str, ...] = SECRET_VALUE_PATTERNS
+    replacement: str = REDACTED
+    _compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_compiled", re.compile("|".join(f"(?:{p})" for p in self.value_patterns)))
+
+    def extended(self, *, key_names: Iterable[str] = (), value_patterns: Iterable[str] = ()) -> Redactor:
+        """A redactor with extra key-name suffixes and value patterns added to these rules."""
+        return Redactor(
+            key_suffixes=self.key_suffixes + tuple(_normalise(k) for k in key_names),
+            exact_keys=self.exact_keys,
+            value_patterns=self.value_patterns + tuple(value_patterns),
+            replacement=self.replacement,
+        )
+
+    def is_secret_key(self, name: object) -> bool:
+        """Whether a mapping key names a secret (``api_key``, ``X-Api-Key``, ``Authorization``...)."""
+        if not isinstance(name, str):
+            return False
+        norm = _normalise(name)
+        return norm in self.exact_keys or norm.endswith(self.key_suffixes)
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret-looking substring replaced."""
+        return self._compiled.sub(self.replacement, text)
+
+    def value(self, value: Any) -> Any:
+        """A copy of ``value`` with secrets removed, through dicts, lists, tuples and sets.
+
+        Strings are scanned by pattern; mapping entries with a secret key name are
+        replaced whole; other objects are returned as they are (render them to
+        text first if they may hold secrets).
+        """
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {k: (self.replacement if self.is_secret_key(k) else self.value(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.value(v) for v in value)
+        if isinstance(value, (set, frozenset)):
+            return type(value)(self.value(v) for v in value)
+        return value
+
+
+def _normalise(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+DEFAULT_REDACTOR = Redactor()
+
+
+def is_secret_key(name: object) -> bool:
+    """Whether a mapping key names a secret, by the default rules."""
+    return DEFAULT_REDACTOR.is_secret_key(name)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with credentials replaced by ``[REDACTED]``, by the default rules."""
+    return DEFAULT_REDACTOR.text(text)
+
+
+def redact(value: Any) -> Any:
+    """``value`` with secrets removed (see :meth:`Redactor.value`), by the default rules."""
+    return DEFAULT_REDACTOR.value(value)
