@@ -10,7 +10,6 @@ import click
 
 from ctxcore.builder import coerce_messages
 from ctxcore.cli import _fail, _read_state, cli
-from ctxcore.cli_explain import build_from_cli
 from ctxcore.html_report import pipeline_context, render_html, report_payload
 from ctxcore.messages import Message
 
@@ -44,6 +43,9 @@ def _with_message_ids(state: dict[str, Any]) -> tuple[dict[str, Any], list[Messa
 def report(ctx: click.Context, file: str, state_file: str, html_file: str | None, as_json: bool, title: str | None,
            runtime_items: tuple[str, ...]) -> None:
     """Build FILE for STATE and show what the model receives: budget bar, history by fate, tokens, decisions."""
+    # Imported here: cli_explain and this module are both loaded by ctxcore.cli's last lines.
+    from ctxcore.cli_explain import build_from_cli
+
     if not html_file and not as_json:
         _fail("ctx report: give --html OUT.html, --json, or both")
     state, history = _with_message_ids(_read_state(state_file))

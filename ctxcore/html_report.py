@@ -4,8 +4,9 @@
 ``ctx explain --json`` prints (from :mod:`ctxcore.explanation`), the whole
 :meth:`BuildReport.to_dict`, plus what the page draws — the budget bar
 (tokens per category and source), the history as units with their fate, and
-the decisions with the step that made each. :func:`render_html` embeds that
-dict in a page whose inline script draws it with DOM text nodes only, so
+the decisions with the step that made each. Credentials in text fields
+(previews, decisions) are redacted with :mod:`ctxcore.redaction`, because a
+page is made to be shared. :func:`render_html` embeds that dict in a page whose inline script draws it with DOM text nodes only, so
 message text (untrusted) can never become markup or script.
 """
 
@@ -23,6 +24,7 @@ from ctxcore.budget import ModelBudget
 from ctxcore.builder import BuiltContext
 from ctxcore.explanation import decision_items, explain_payload
 from ctxcore.messages import Message
+from ctxcore.redaction import redact_text
 from ctxcore.report import BuildReport, MessageRecord
 from ctxcore.transactions import group_units
 
@@ -183,7 +185,7 @@ def report_payload(
         categories[segment["category"]] += segment["tokens"]
     units = _history_units(built, history, source_kinds)
     records = report.records
-    return {
+    return _redact_texts({
         **report.to_dict(),
         **explain_payload(report),
         "title": title,
@@ -198,7 +200,21 @@ def report_payload(
         "units": units,
         "unit_counts": {f: sum(1 for u in units if u["fate"] == f) for f in _UNIT_FATE},
         "decision_items": decision_items(report),
-    }
+    })
+
+
+def _redact_texts(payload: dict[str, Any]) -> dict[str, Any]:
+    """Credentials in message text removed from previews, decisions, notes and warnings: a page gets shared.
+
+    Only the text fields go through :func:`ctxcore.redaction.redact_text`; numbers and ids stay as they are.
+    """
+    for item in (*payload["messages"], *payload["units"]):
+        item["preview"] = redact_text(item["preview"])
+    for item in payload["decision_items"]:
+        item["text"] = redact_text(item["text"])
+    for key in ("decisions", "notes", "warnings"):
+        payload[key] = [redact_text(t) for t in payload[key]]
+    return payload
 
 
 def _script_json(data: Any) -> str:

@@ -104,6 +104,19 @@ class TestHtmlFile:
         data_text = page.split('id="report-data">', 1)[1].split("</script>", 1)[0]
         assert json.loads(data_text)["messages"]  # the whole JSON sits before the first </script>
 
+    def test_credentials_are_redacted(self, tmp_path: Path) -> None:
+        """A key or bearer token in a tool result appears neither in the page nor in the JSON."""
+        state = json.loads(DEMO_STATE.read_text())
+        state["messages"][-3]["content"] = "Bearer abcdefghijklmnop sk-proj-CANARY1234567890 " + state["messages"][-3]["content"]
+        path = tmp_path / "secret.json"
+        path.write_text(json.dumps(state))
+        out = tmp_path / "r.html"
+        result = ctx("report", str(DEMO), "--state", str(path), "--html", str(out), "--json")
+        assert result.returncode == 0, result.stderr
+        for text in (out.read_text(), result.stdout):
+            assert "CANARY" not in text and "abcdefghijklmnop" not in text
+            assert "[REDACTED]" in text
+
     def test_needs_an_output(self) -> None:
         """Without --html or --json the command exits 1 saying what to give."""
         result = ctx("report", str(DEMO), "--state", str(DEMO_STATE))
