@@ -8,7 +8,7 @@ PLUGIN_PROJECTS := $(wildcard plugins/*/*/pyproject.toml examples/*/pyproject.to
 PACKAGES := -e . $(foreach p,$(PLUGIN_PROJECTS),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean test-mem0 bench-counters postgres
+.PHONY: install demo test lint clean test-mem0 bench-counters postgres chromium screenshot
 
 install: $(STAMP)
 
@@ -37,7 +37,7 @@ demo: install
 	$(VENV)/bin/ctx memory search "tabs or spaces?" --pipeline examples/memory-demo.yaml -n ada; \
 	$(VENV)/bin/ctx build examples/memory-demo.yaml --state examples/memory-state.json --runtime memory_namespace=ada'
 
-test: install lint postgres
+test: install lint postgres chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-mem0
 
@@ -54,9 +54,26 @@ postgres:
 	       "the PostgreSQL tests skip, and fail when CI is set" >&2; \
 	fi
 
+# Debian's Chromium for the HTML report test (tests/test_report_html.py) and `make screenshot`,
+# driven by the playwright package from requirements-dev.txt (never `playwright install`).
+chromium:
+	@if [ -x /usr/bin/chromium ] || [ -n "$$CTXCORE_CHROMIUM" ]; then \
+	  true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "== installing chromium with apt-get"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "warning: /usr/bin/chromium is not installed (needs root and apt-get here): install Debian's chromium" \
+	       "or set CTXCORE_CHROMIUM; the report browser tests skip, and fail when CI is set" >&2; \
+	fi
+
+# The README image: `ctx report` of the demo pipeline, screenshotted in headless Chromium.
+screenshot: install chromium
+	$(PY) tools/chromium.py examples/report-demo.yaml examples/report-state.json docs/img/report.png
+
 # Pyflakes, syntax and bugbear checks, and types of the core and every plugin package.
 lint: install
-	$(VENV)/bin/ruff check --select F,E9,B --target-version py310 --output-format concise ctxcore plugins examples tests bench
+	$(VENV)/bin/ruff check --select F,E9,B --target-version py310 --output-format concise ctxcore plugins examples tests bench tools
 	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
 	$(foreach p,$(PLUGIN_PROJECTS),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
 

@@ -272,3 +272,4 @@ from ctxcore import cli_memory as _cli_memory  # noqa: E402,F401
 from ctxcore import cli_explain as _cli_explain  # noqa: E402,F401
 from ctxcore import cli_checkpoint as _cli_checkpoint  # noqa: E402,F401
 from ctxcore import cli_scaffold as _cli_scaffold  # noqa: E402,F401
+from ctxcore import cli_report as _cli_report  # noqa: E402,F401

@@ -2,13 +2,12 @@
 
 The same table and decision list are printed by ``ctx build --explain``
 (after the per-message tables). The data functions, :func:`budget_rows` and
-:func:`decisions`, work on any :class:`BuildReport`.
+:func:`decisions`, live in :mod:`ctxcore.explanation` and work on any :class:`BuildReport`.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from typing import Any
 
 import click
@@ -17,70 +16,28 @@ from rich.table import Table
 
 from ctxcore.cli import _echo_issues, _fail, _load_pipeline, _parse_runtime, _read_state, cli
 from ctxcore.errors import ConfigError, CtxError
-from ctxcore.report import BuildReport, MessageRecord
+from ctxcore.explanation import budget_rows, decisions, explain_payload
+from ctxcore.builder import BuiltContext
+from ctxcore.report import BuildReport
 
-__all__ = ["budget_rows", "decisions", "print_explain"]
-
-# Fates whose tokens came into the build / went out in the request. "compressed"
-# (an original replaced by a shorter message) counts as input; its replacement
-# is an "added" message in the output.
-_IN = ("kept", "dropped", "compressed")
-_OUT = ("kept", "added")
+__all__ = ["budget_rows", "decisions", "print_explain", "build_from_cli"]
 
 
-def budget_rows(report: BuildReport) -> list[dict[str, Any]]:
-    """One row per (source, zone): tokens in, tokens out, units dropped, messages compressed."""
-    rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {"tokens_in": 0, "tokens_out": 0, "units_dropped": 0, "compressed": 0}
-    )
-    for r in report.records:
-        row = rows[(r.source or "", r.zone)]
-        tokens = r.tokens or 0
-        fate = str(r.fate)
-        if fate in _IN:
-            row["tokens_in"] += tokens
-        if fate in _OUT:
-            row["tokens_out"] += tokens
-        if fate == "dropped" and getattr(r, "unit_start", True):
-            row["units_dropped"] += 1
-        if fate == "compressed":
-            row["compressed"] += 1
-    return [{"source": s, "zone": z, **v} for (s, z), v in sorted(rows.items())]
+def build_from_cli(ctx: click.Context, file: str, state: dict[str, Any], runtime_items: tuple[str, ...]) -> tuple[Any, BuiltContext]:
+    """Load pipeline FILE and build it for ``state`` (read with ``_read_state``); exit 1 with a clear message on failure.
 
-
-def _describe(records: list[MessageRecord], limit: int = 3) -> str:
-    shown = ", ".join(f"{r.role} {r.preview!r}" for r in records[:limit])
-    more = len(records) - limit
-    return shown + (f", and {more} more" if more > 0 else "")
-
-
-def decisions(report: BuildReport) -> list[str]:
-    """Every decision of the build as one line: who dropped, compressed or added what, plus notes and warnings."""
-    by_step: dict[str, list[MessageRecord]] = defaultdict(list)
-    compressed: dict[str, list[MessageRecord]] = defaultdict(list)
-    added: list[MessageRecord] = []
-    for r in report.records:
-        fate = str(r.fate)
-        if fate == "dropped":
-            by_step[r.by or "?"].append(r)
-        elif fate == "compressed":
-            compressed[r.by or "?"].append(r)
-        elif fate == "added":
-            added.append(r)
-    lines = []
-    for step, records in by_step.items():
-        units = sum(1 for r in records if getattr(r, "unit_start", True))
-        tokens = sum(r.tokens or 0 for r in records)
-        lines.append(
-            f"{step} dropped {len(records)} message(s) in {units} unit(s), {tokens} tokens: {_describe(records)}"
-        )
-    for step, records in compressed.items():
-        lines.append(f"{step} compressed {len(records)} message(s): {_describe(records)}")
-    if added:
-        lines.append(f"{len(added)} message(s) added by the build: {_describe(added)}")
-    lines.extend(report.notes)
-    lines.extend(f"warning: {w}" for w in report.warnings)
-    return lines
+    Returns the :class:`~ctxcore.pipeline.Pipeline` and the :class:`BuiltContext`.
+    Shared by ``ctx explain`` and ``ctx report``.
+    """
+    p = _load_pipeline(ctx, file)
+    runtime = _parse_runtime(runtime_items)
+    try:
+        return p, p.build(state, runtime)
+    except ConfigError as exc:
+        _echo_issues(exc)
+        _fail(f"{file}: components could not be created")
+    except CtxError as exc:
+        _fail(f"{type(exc).__name__}: {exc}")
 
 
 def print_explain(report: BuildReport, console: Console | None = None) -> None:
@@ -110,25 +67,9 @@ def print_explain(report: BuildReport, console: Console | None = None) -> None:
 @click.pass_context
 def explain(ctx: click.Context, file: str, state_file: str, runtime_items: tuple[str, ...], as_json: bool) -> None:
     """Build FILE for STATE and explain the budget: tokens per source and zone, and every decision."""
-    p = _load_pipeline(ctx, file)
-    state = _read_state(state_file)
-    runtime = _parse_runtime(runtime_items)
-    try:
-        report = p.build(state, runtime).report
-    except ConfigError as exc:
-        _echo_issues(exc)
-        _fail(f"{file}: components could not be created")
-    except CtxError as exc:
-        _fail(f"{type(exc).__name__}: {exc}")
+    _, built = build_from_cli(ctx, file, _read_state(state_file), runtime_items)
+    report = built.report
     if as_json:
-        payload = {
-            "budget": report.budget,
-            "total_tokens": report.total_tokens,
-            "tool_tokens": report.tool_tokens,
-            "utilization": report.utilization,
-            "rows": budget_rows(report),
-            "decisions": decisions(report),
-        }
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(explain_payload(report), indent=2, ensure_ascii=False))
         return
     print_explain(report, Console(width=140))
