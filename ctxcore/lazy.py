@@ -202,12 +202,16 @@ class PrefixMemo(Generic[S]):
             return None, 0
         if items[n - 1] is not seen[-1] or items[0] is not seen[0]:
             return None, 0
-        prefix = items[:n]
+        prefix = items if len(items) == n else items[:n]
         if (prefix if isinstance(prefix, list) else list(prefix)) != seen:
             return None, 0
         return self._state, n
 
     def save(self, items: Sequence[Any], state: S) -> None:
-        """Remember ``state`` as the result of walking all of ``items``."""
-        self._items = list(items)
+        """Remember ``state`` as the result of walking all of ``items``.
+
+        A list is kept by reference (no copy): the caller hands over a list it
+        will not mutate (a fresh slice, a chain's structure).
+        """
+        self._items = items if isinstance(items, list) else list(items)
         self._state = state

@@ -200,19 +200,20 @@ def open_calls_after(messages: Sequence[Message], pending: frozenset[str] = froz
     caller may resume this walk after an unchanged prefix with its result.
     """
     open_: set[str] = set(pending)
-    for m in messages:
+    for m in messages:  # hot on a cold build: plain attribute reads, no per-message allocation
         if m.role == "tool":
-            if m.tool_call_id not in open_:
+            call_id = m.tool_call_id
+            if call_id not in open_:
                 return None
-            open_.discard(m.tool_call_id)
-            continue
-        if open_:
+            open_.discard(call_id)
+        elif open_:
             return None
-        if m.tool_calls:
-            ids = m.tool_call_ids
-            open_ = set(ids)
-            if len(open_) != len(ids) or "" in open_:
-                return None
+        else:
+            calls = m.tool_calls
+            if calls:
+                open_ = {c.id for c in calls}
+                if len(open_) != len(calls) or "" in open_:
+                    return None
     return frozenset(open_)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from itertools import repeat
-from operator import attrgetter, contains
+from operator import attrgetter
 from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -85,7 +85,7 @@ class History:
         self._seen: list[Any] = []
         self._raw: list[Message] = []
         self._ids: set[str] = set()
-        self._n_semantic = 0  # stored messages whose derived form carries a semantic_kind
+        self._semantic = False  # whether any stored message's derived form carries a semantic_kind
         self._memo: dict[int, tuple[Message, Message]] = {}
         self._semantics: Message | None = None
         if annotate:
@@ -107,7 +107,7 @@ class History:
         self._update(items)
         structure = list(self._raw)  # a snapshot: the next call appends to self._raw
         ids: list[set[str] | frozenset[str]] = [self._ids]
-        if self._semantics is not None and self._n_semantic:
+        if self._semantics is not None and self._semantic:
             structure.insert(0, self._semantics)
             ids.append(frozenset((self._semantics.id,)))
         out: Sequence[Message] = LazyMessages(structure, [(self._derive, self._memo)], ids)
@@ -135,16 +135,16 @@ class History:
             self._raw.append(message)
             self._seen.append(item if isinstance(item, Message) else copy.deepcopy(item))
             self._ids.add(message.id)
-            self._n_semantic += self._is_semantic(message)
+            self._semantic = self._semantic or self._is_semantic(message)
 
     def _rebuild(self, items: Sequence[Any]) -> None:
         """The list changed under the old items: start over, reusing conversions of equal items."""
         old_seen, old_raw = self._seen, self._raw
-        self._seen, self._raw, self._ids, self._n_semantic = [], [], set(), 0
+        self._seen, self._raw, self._ids, self._semantic = [], [], set(), False
         if all(map(isinstance, items, repeat(Message))):  # Message items: C-level passes, no per-item Python
             self._seen, self._raw = list(items), list(items)
             self._ids = set(map(_ID, items))
-            self._n_semantic = _count_semantic(self._raw, self.annotate)
+            self._semantic = any(map(self._is_semantic, self._raw))  # stops at the first tool message
             items = ()
         for index, item in enumerate(items):
             if index < len(old_seen) and not isinstance(item, Message) and old_seen[index] == item:
@@ -154,7 +154,7 @@ class History:
             self._raw.append(message)
             self._seen.append(item if isinstance(item, Message) else copy.deepcopy(item))
             self._ids.add(message.id)
-            self._n_semantic += self._is_semantic(message)
+            self._semantic = self._semantic or self._is_semantic(message)
         if len(self._memo) > 2 * len(self._raw) + 64:  # forget derived forms of messages no longer stored
             alive = set(map(id, self._raw))
             self._memo = {k: v for k, v in self._memo.items() if k in alive}
@@ -211,18 +211,7 @@ def _clean_content(content: Any, strip: bool) -> Any:
     return tuple(blocks) if changed else content
 
 
-_ID, _ROLE, _CALLS, _METADATA = attrgetter("id"), attrgetter("role"), attrgetter("tool_calls"), attrgetter("metadata")
-
-
-def _count_semantic(messages: list[Message], annotate: bool) -> int:
-    """How many of ``messages`` get a semantic_kind when derived (what :meth:`History._is_semantic` says, summed)."""
-    if any(map(contains, map(_METADATA, messages), repeat("semantic_kind"))):
-        return sum(bool(m.metadata["semantic_kind"]) if "semantic_kind" in m.metadata else
-                   annotate and ((m.role == "assistant" and bool(m.tool_calls)) or m.role == "tool") for m in messages)
-    if not annotate:
-        return 0
-    # Only assistant messages carry tool calls (the Message validator says so).
-    return list(map(_ROLE, messages)).count("tool") + sum(map(bool, map(_CALLS, messages)))
+_ID = attrgetter("id")
 
 
 def _stable_id(key: str, index: int, fingerprint: str) -> str:
