@@ -12,18 +12,20 @@ import asyncio
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import structlog
 
 from ctxcore.budget import CachedCounter, FilterContext, ModelBudget
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
+from ctxcore.lazy import LazyMessages, MessageChain, PrefixMemo, is_lazy, structure_of
 from ctxcore.messages import Message
 from ctxcore.protocols import TokenCounter
 from ctxcore.render import to_anthropic, validate_request
 from ctxcore.report import BuildReport, ComponentTiming
 from ctxcore.target import TargetSpec
-from ctxcore.transactions import check_tool_pairing, legal_start, sanitize_tool_call_history
+from ctxcore.transactions import check_tool_pairing, legal_start, open_calls_after, sanitize_tool_call_history
 
 __all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages"]
 
@@ -145,8 +147,9 @@ class ContextBuilder:
         self.target = target or TargetSpec()
         self.tools = list(tools)
         self.warnings = list(warnings)
-        # step id -> {id(original): (original, copy with source set)}, from the last build
+        # step id -> {id(stored message): (stored, copy with source set)}, kept across builds
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
+        self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
 
     # --------------------------------------------------------------- presets
     # Thin entry points; the logic (and the parameters) live in ctxcore.presets.
@@ -193,7 +196,7 @@ class ContextBuilder:
         """
         state, runtime = state or {}, runtime or {}
         report = self._new_report()
-        messages: list[Message] = []
+        parts: list[Sequence[Message]] = []
         for step in self.providers:
             started = time.perf_counter()
             try:
@@ -203,8 +206,8 @@ class ContextBuilder:
             except Exception as exc:
                 self._component_failed(step, "provider", exc, report, started)
                 continue
-            messages.extend(self._stamp(step, produced, report, started))
-        return self._finish(messages, state, runtime, report)
+            parts.append(self._stamp(step, produced, report, started))
+        return self._finish(MessageChain(parts), state, runtime, report)
 
     async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Like :meth:`build`, awaiting providers' ``aget_messages`` concurrently."""
@@ -224,13 +227,13 @@ class ContextBuilder:
                 return step, started, exc
 
         results = await asyncio.gather(*(run(s) for s in self.providers))
-        messages: list[Message] = []
+        parts: list[Sequence[Message]] = []
         for step, started, produced in results:
             if isinstance(produced, BaseException):
                 self._component_failed(step, "provider", produced, report, started)
                 continue
-            messages.extend(self._stamp(step, produced, report, started))
-        return self._finish(messages, state, runtime, report)
+            parts.append(self._stamp(step, produced, report, started))
+        return self._finish(MessageChain(parts), state, runtime, report)
 
     def transform(self, messages: Iterable[Message | Mapping[str, Any]], runtime: Mapping[str, Any] | None = None) -> list[Message]:
         """Run only the filters over ``messages`` (Messages or OpenAI dicts)."""
@@ -244,35 +247,39 @@ class ContextBuilder:
         report._cache_start = (self.counter.hits, self.counter.misses)
         return report
 
-    def _stamp(self, step: Step, produced: Any, report: BuildReport, started: float) -> list[Message]:
-        if produced is None:
-            produced = ()
-        out: list[Message] = []
-        previous = self._stamped.get(step.id, {})
-        stamped: dict[int, tuple[Message, Message]] = {}
-        for i, m in enumerate(produced):
-            if not isinstance(m, Message):
-                exc = TypeError(f"item {i} is a {type(m).__name__}, not a ctxcore Message")
-                self._component_failed(step, "provider", exc, report, started)
-                return []
-            if m.source is None:
-                # Messages are immutable, so the same object always gets the same stamped
-                # copy; a provider returning the same history each turn pays no copy.
-                hit = previous.get(id(m))
-                copy = hit[1] if hit is not None and hit[0] is m else m.model_copy(update={"source": step.id})
-                stamped[id(m)] = (m, copy)
-                m = copy
-            out.append(m)
-        self._stamped[step.id] = stamped
+    def _stamp(self, step: Step, produced: Any, report: BuildReport, started: float) -> Sequence[Message]:
+        """The provider's messages with ``source`` set to the step id, stamped lazily.
+
+        A message is copied the first time it is read, and the copy is remembered
+        by the stored object across builds (messages are immutable), so a
+        provider returning the same history each turn pays no copy and a build
+        copies only what it reads.
+        """
+        memo = self._stamped.setdefault(step.id, {})
+        if isinstance(produced, LazyMessages):
+            out = produced
+        else:
+            items = list(produced) if produced is not None else []
+            for i, m in enumerate(items):
+                if not isinstance(m, Message):
+                    exc = TypeError(f"item {i} is a {type(m).__name__}, not a ctxcore Message")
+                    self._component_failed(step, "provider", exc, report, started)
+                    return []
+            out = LazyMessages(items)
+        if len(memo) > 2 * len(out) + 64:  # forget copies of messages the provider no longer returns
+            alive = set(map(id, out.structure))
+            memo = self._stamped[step.id] = {k: v for k, v in memo.items() if k in alive}
         report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(out)))
-        return out
+        return out.map(_stamper(step.id), memo)
 
     def _run_filters(
-        self, messages: list[Message], runtime: Mapping[str, Any], report: BuildReport, budget: int | None = None
+        self, messages: Sequence[Message], runtime: Mapping[str, Any], report: BuildReport, budget: int | None = None
     ) -> list[Message]:
         if budget is None and self.budget is not None:
             budget = self.budget.max_input_tokens
         for step in self.filters:
+            if is_lazy(messages) and not getattr(step.component, "accepts_lazy", False):
+                messages = list(messages)  # a filter that expects a list gets one
             ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
             started = time.perf_counter()
             try:
@@ -283,15 +290,18 @@ class ContextBuilder:
             except Exception as exc:
                 self._component_failed(step, "filter", exc, report, started)
                 continue
-            kept_ids = {m.id for m in result}
-            dropped = [m for m in messages if m.id not in kept_ids]
-            if dropped:
-                report.record_dropped(dropped, by=step.id)
+            if is_lazy(messages):
+                report.record_filtered(messages, result, by=step.id)  # listed when the report is read
+            else:
+                kept_ids = {m.id for m in result}
+                dropped = [m for m in messages if m.id not in kept_ids]
+                if dropped:
+                    report.record_dropped(dropped, by=step.id)
             report.timings.append(
                 ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(result))
             )
             messages = result
-        return messages
+        return list(messages)
 
     def _tool_tokens(self, state: Mapping[str, Any]) -> int:
         tools = list(self.tools)
@@ -302,9 +312,13 @@ class ContextBuilder:
             tools.extend(extra)
         return self.counter.count_tools(tools) if tools else 0
 
-    def _sanitize(self, messages: list[Message], report: BuildReport) -> list[Message]:
+    def _sanitize(self, messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
         if self.target.sanitize == "off":
             return messages
+        if is_lazy(messages):
+            if self._is_legal(structure_of(messages)):
+                return messages  # the common case: nothing to repair, nothing materialised
+            messages = list(messages)
         result = sanitize_tool_call_history(messages, backfill=self.target.sanitize == "backfill")
         if result.removed:
             report.record_dropped(result.removed, by="sanitize")
@@ -313,7 +327,16 @@ class ContextBuilder:
             report.warnings.append(note)
         return result.messages
 
-    def _legal_start(self, messages: list[Message], history: list[Message], tool_tokens: int, report: BuildReport) -> list[Message]:
+    def _is_legal(self, structure: Sequence[Message]) -> bool:
+        """Tool-call legality of ``structure``, walking only what was appended since the last build."""
+        state, start = self._legality.resume(structure)
+        pending = state[0] if state is not None else frozenset()
+        if pending is not None:
+            pending = open_calls_after(structure[start:] if start else structure, pending)
+        self._legality.save(structure, (pending,))
+        return pending == frozenset()
+
+    def _legal_start(self, messages: list[Message], history: Sequence[Message], tool_tokens: int, report: BuildReport) -> list[Message]:
         budget = self.budget.max_input_tokens if self.budget else None
 
         def fits(m: Message) -> bool:  # only called when a recovery is possible
@@ -333,9 +356,9 @@ class ContextBuilder:
         return result.messages
 
     def _finish(
-        self, messages: list[Message], state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
+        self, messages: MessageChain, state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
     ) -> BuiltContext:
-        origin = {m.id for m in messages}
+        origin = messages
         tool_tokens = self._tool_tokens(state)
         budget = None
         if self.budget is not None:
@@ -347,9 +370,13 @@ class ContextBuilder:
                     budget=self.budget.max_input_tokens, required=tool_tokens + self.counter.priming, report=report,
                 )
         sanitized = self._sanitize(messages, report)
-        messages = self._run_filters(sanitized, runtime, report, budget)
+        output = self._run_filters(sanitized, runtime, report, budget)
         if self.target.legal_start:
-            messages = self._legal_start(messages, sanitized, tool_tokens, report)
+            output = self._legal_start(output, sanitized, tool_tokens, report)
+        return self._checked(output, origin, tool_tokens, report)
+
+    def _checked(self, messages: list[Message], origin: MessageChain, tool_tokens: int, report: BuildReport) -> BuiltContext:
+        """Validate, count and record the output; notify observers."""
         if self.target.validate_request:
             validate_request(messages, self.target.provider)  # includes the pairing check
         elif self.check_pairing:
@@ -361,7 +388,7 @@ class ContextBuilder:
             report.warnings.append(
                 f"the request needs {report.total_tokens} tokens, over the {report.budget}-token input budget"
             )
-        report.record_output(messages, tokens, added_ids={m.id for m in messages if m.id not in origin})
+        report.record_output(messages, tokens, added_ids={m.id for m in messages if not origin.has_id(m.id)})
         # This build's share of the cache traffic (the cache outlives builds).
         report.cache_hits = self.counter.hits - report._cache_start[0]
         report.cache_misses = self.counter.misses - report._cache_start[1]
@@ -387,6 +414,16 @@ class ContextBuilder:
         except Exception as exc:  # an observer must not lose the caller's request
             log.error("observer_failed", hook="on_build_complete", error=f"{type(exc).__name__}: {exc}")
             built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")
+
+
+@lru_cache(maxsize=256)
+def _stamper(source: str) -> Callable[[Message], Message]:
+    """The transform that sets ``source`` on messages that have none."""
+
+    def stamp(m: Message) -> Message:
+        return m if m.source is not None else m.model_copy(update={"source": source})
+
+    return stamp
 
 
 def _check_filter_output(result: list[Any]) -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
+from ctxcore.lazy import structure_of
 from ctxcore.messages import Message
 from ctxcore.transactions import group_units
 
@@ -93,7 +94,7 @@ class BuildReport:
     tool_tokens: int = 0  # tool schemas sent with the request (part of total_tokens)
     notes: list[str] = field(default_factory=list)  # decisions worth reading (repairs, recoveries)
     _records: list[MessageRecord] = field(default_factory=list, repr=False)
-    _dropped: list[tuple[list[Message], str]] = field(default_factory=list, repr=False)
+    _dropped: list[tuple[list[Message], str] | _FilteredOut] = field(default_factory=list, repr=False)
     _counter: CachedCounter | None = field(default=None, repr=False)
     _cache_start: tuple[int, int] = field(default=(0, 0), repr=False)
 
@@ -106,9 +107,23 @@ class BuildReport:
         """
         self._dropped.append((list(messages), by))
 
+    def record_filtered(self, before: Sequence[Message], after: Sequence[Message], by: str) -> None:
+        """Note that filter ``by`` turned ``before`` into ``after``; what it dropped is worked out when read.
+
+        ``before`` must not change afterwards (a lazy sequence over a snapshot);
+        only the ids of ``after`` are kept, so a build pays O(kept), not O(history).
+        """
+        self._dropped.append(_FilteredOut(before, {m.id for m in after}, by))
+
     def record_recovered(self, message: Message) -> None:
         """Forget an earlier drop of ``message``: a later step put it back."""
-        self._dropped = [([m for m in batch if m.id != message.id], by) for batch, by in self._dropped]
+        for entry in self._dropped:
+            if isinstance(entry, _FilteredOut):
+                entry.kept_ids.add(message.id)
+        self._dropped = [
+            entry if isinstance(entry, _FilteredOut) else ([m for m in entry[0] if m.id != message.id], entry[1])
+            for entry in self._dropped
+        ]
         self._records = [r for r in self._records if not (r.fate == "dropped" and r.id == message.id)]
 
     def record_compression(
@@ -143,7 +158,8 @@ class BuildReport:
         if self._dropped:
             counter = self._counter
             replaced = {i: c for c in self.compressions for i in c.original_ids}
-            for batch, by in self._dropped:
+            for entry in self._dropped:
+                batch, by = entry.dropped() if isinstance(entry, _FilteredOut) else entry
                 starts = {u.start for u in group_units(batch)}
                 for k, m in enumerate(batch):
                     tokens = counter.count_message(m) if counter is not None else None
@@ -212,6 +228,20 @@ class BuildReport:
             "warnings": list(self.warnings),
             "notes": list(self.notes),
         }
+
+
+@dataclass
+class _FilteredOut:
+    """A filter's drops, recorded as its input and the ids it kept; listed on first read."""
+
+    before: Sequence[Message]
+    kept_ids: set[str]
+    by: str
+
+    def dropped(self) -> tuple[list[Message], str]:
+        kept = self.kept_ids
+        structure = structure_of(self.before)
+        return [self.before[k] for k, m in enumerate(structure) if m.id not in kept], self.by
 
 
 def _preview(m: Message, width: int = 60) -> str:

@@ -21,6 +21,7 @@ __all__ = [
     "check_tool_pairing",
     "pinned_prefix_length",
     "SanitizeResult",
+    "open_calls_after",
     "sanitize_tool_call_history",
     "INTERRUPTED_RESULT",
     "LegalStart",
@@ -186,21 +187,34 @@ def sanitize_tool_call_history(messages: Sequence[Message], *, backfill: bool = 
 
 def _is_legal(messages: Sequence[Message]) -> bool:
     """True when every call is answered right after it and every result answers an open call."""
-    pending: set[str] = set()
-    for m in messages:
+    return open_calls_after(messages) == frozenset()
+
+
+def open_calls_after(messages: Sequence[Message], pending: frozenset[str] = frozenset()) -> frozenset[str] | None:
+    """Walk ``messages`` for tool-call legality, starting with the calls ``pending``.
+
+    Returns the calls still open at the end (empty when every call is answered),
+    or ``None`` when the sequence is already illegal (a result answering no open
+    call, a call left unanswered before another message, missing or duplicate
+    call ids). Appending messages can never make an illegal prefix legal, so a
+    caller may resume this walk after an unchanged prefix with its result.
+    """
+    open_: set[str] = set(pending)
+    for m in messages:  # hot on a cold build: plain attribute reads, no per-message allocation
         if m.role == "tool":
-            if m.tool_call_id not in pending:
-                return False
-            pending.discard(m.tool_call_id)
-            continue
-        if pending:
-            return False
-        if m.tool_calls:
-            ids = m.tool_call_ids
-            pending = set(ids)
-            if len(pending) != len(ids) or "" in pending:
-                return False
-    return not pending
+            call_id = m.tool_call_id
+            if call_id not in open_:
+                return None
+            open_.discard(call_id)
+        elif open_:
+            return None
+        else:
+            calls = m.tool_calls
+            if calls:
+                open_ = {c.id for c in calls}
+                if len(open_) != len(calls) or "" in open_:
+                    return None
+    return frozenset(open_)
 
 
 def _unit_problem(part: Sequence[Message]) -> str | None:
@@ -342,19 +356,35 @@ def legal_start(
 def _recover_user(
     window: Sequence[Message], first: int, history: Sequence[Message], fits: Callable[[Message], bool] | None
 ) -> LegalStart | None:
-    """Put back the nearest user message before ``window[first]``, at its place in ``history``."""
-    position = {m.id: k for k, m in enumerate(history)}
-    at = position.get(window[first].id)
+    """Put back the nearest user message before ``window[first]``, at its place in ``history``.
+
+    Walks ``history`` back from its end (the window is its newest part), reading
+    ids and roles from its structure, so a long history is not walked.
+    """
+    structure = getattr(history, "structure", None)
+    if not isinstance(structure, list):
+        structure = history
+    target = window[first].id
+    later: set[str] = set()  # ids of history[k + 1:] while walking back
+    at = None
+    for k in range(len(structure) - 1, -1, -1):
+        mid = structure[k].id
+        if mid == target:
+            at = k
+            break
+        later.add(mid)
     if at is None:
         return None
+    later.add(target)
     in_window = {m.id for m in window}
     for k in range(at - 1, -1, -1):
-        m = history[k]
-        if m.role == "user" and m.id not in in_window:
+        s = structure[k]
+        if s.role == "user" and s.id not in in_window:
+            m = history[k]
             if fits is not None and not fits(m):
                 return None
-            insert = next(
-                (w for w, msg in enumerate(window) if position.get(msg.id, -1) > k), len(window)
-            )
+            # The first window message placed after k in the history: everything seen walking back to k.
+            insert = next((w for w, msg in enumerate(window) if msg.id in later), len(window))
             return LegalStart([*window[:insert], m, *window[insert:]], [], recovered=m)
+        later.add(s.id)
     return None

@@ -17,6 +17,7 @@ Never silently.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Iterator, Literal, Sequence
 
 import structlog
@@ -24,10 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore.budget import FilterContext
 from ctxcore.errors import BudgetExceeded
+from ctxcore.lazy import PrefixMemo, structure_of
 from ctxcore.messages import Message
 from ctxcore.transactions import Unit, group_units, pinned_prefix_length
 
 log = structlog.get_logger("ctxcore_filters.token_budget")
+
+_ZONE = attrgetter("zone")
+_PRIORITY = attrgetter("priority")
 
 
 class TokenBudgetConfig(BaseModel):
@@ -46,7 +51,17 @@ class TokenBudgetConfig(BaseModel):
 
 
 class TokenBudget:
-    """Keeps the pinned prefix, the protected units and as many other whole units as fit."""
+    """Keeps the pinned prefix, the protected units and as many other whole units as fit.
+
+    Tail-first: when nothing after the pinned prefix is protected and every
+    message has the same priority (the usual conversation), units are grouped
+    walking back from the newest message and counting stops at the first unit
+    that does not fit, so a build reads (and tokenizes) only the messages it
+    inspects. Whether that holds is remembered for the list seen last time, so
+    a next-turn build checks only the new messages.
+    """
+
+    accepts_lazy = True  # reads roles/zones from the structure; indexes only what it inspects
 
     def __init__(
         self,
@@ -59,12 +74,18 @@ class TokenBudget:
         self.pinned_roles = tuple(pinned_roles)
         self.trim_from_start = trim_from_start
         self.on_overflow = on_overflow
+        self._shape: PrefixMemo[tuple[bool, frozenset[int]]] = PrefixMemo()
 
     def apply(self, messages: Sequence[Message], ctx: FilterContext) -> list[Message]:
         """Return the always-kept part plus the units that fit; overflow if the always-kept part does not."""
         budget = self.max_tokens if self.max_tokens is not None else ctx.budget
         if budget is None:
             raise ValueError("no token budget: set max_tokens or the pipeline's model.context_window")
+        structure = structure_of(messages)
+        if self.trim_from_start:
+            start = pinned_prefix_length(structure, self.pinned_roles)
+            if self._uniform(structure[start:]):
+                return self._tail_first(messages, structure, start, budget, ctx)
         counter = ctx.counter
         messages = list(messages)
         start = pinned_prefix_length(messages, self.pinned_roles)
@@ -81,16 +102,7 @@ class TokenBudget:
         current = (dynamic[-1] if self.trim_from_start else dynamic[0]) if dynamic else None
         current_cost = cost(current) if current is not None else 0
         if required + current_cost > budget:
-            # ``required`` in the error is everything that must fit, so a caller
-            # raising the budget by the shortfall gets a request that fits.
-            what = "the pinned prefix" if not protected else "the pinned prefix and the protected messages"
-            end = "newest" if self.trim_from_start else "oldest"
-            if required > budget:
-                detail = f"{what} alone need{'' if protected else 's'} {required} tokens"
-                if current is not None:
-                    detail += f" ({required + current_cost} with the {end} unit)"
-            else:
-                detail = f"{what} ({required} tokens) plus the {end} unit ({current_cost} tokens) need {required + current_cost}"
+            detail = self._detail(bool(protected), required, current_cost, current is not None, budget)
             return self._overflow(messages, start, rest, always, required + current_cost, budget, ctx, detail)
         if current is None:
             return messages
@@ -103,6 +115,64 @@ class TokenBudget:
             remaining -= unit_cost
             kept.add(unit)
         return messages[:start] + [m for u in sorted(kept, key=_start) for m in u.slice(rest)]
+
+    def _uniform(self, rest: Sequence[Message]) -> bool:
+        """True when no message in ``rest`` is protected and all share one priority (tail-first applies).
+
+        Resumes after the part of ``rest`` seen last time when only new messages were appended.
+        """
+        state, k = self._shape.resume(rest)
+        protected, priorities = state if state is not None else (False, frozenset())
+        if not protected:
+            tail = rest[k:] if k else rest
+            protected = "protected" in map(_ZONE, tail)
+            priorities = priorities.union(map(_PRIORITY, tail))
+        self._shape.save(rest, (protected, priorities))
+        return not protected and len(priorities) <= 1
+
+    def _tail_first(
+        self, messages: Sequence[Message], structure: Sequence[Message], start: int, budget: int, ctx: FilterContext
+    ) -> list[Message]:
+        """Keep the pinned prefix and the newest units that fit, walking back from the newest."""
+        counter = ctx.counter
+
+        def cost(unit: Unit) -> int:
+            return sum(counter.count_message(messages[k]) for k in range(unit.start, unit.end))
+
+        pinned = list(messages[:start])
+        required = counter.priming + sum(counter.count_message(m) for m in pinned)
+        units = _units_newest_first(structure, start)
+        current = next(units, None)
+        current_cost = cost(current) if current is not None else 0
+        if required + current_cost > budget:
+            detail = self._detail(False, required, current_cost, current is not None, budget)
+            return self._overflow(pinned, start, [], set(), required + current_cost, budget, ctx, detail)
+        if current is None:
+            return pinned
+        remaining = budget - required - current_cost
+        first = current.start
+        for unit in units:
+            unit_cost = cost(unit)
+            if unit_cost > remaining:
+                break
+            remaining -= unit_cost
+            first = unit.start
+        return pinned + list(messages[first:])
+
+    def _detail(self, protected: bool, required: int, current_cost: int, has_current: bool, budget: int) -> str:
+        """What is over budget, for the overflow message.
+
+        ``required`` in the error is everything that must fit, so a caller
+        raising the budget by the shortfall gets a request that fits.
+        """
+        what = "the pinned prefix" if not protected else "the pinned prefix and the protected messages"
+        end = "newest" if self.trim_from_start else "oldest"
+        if required > budget:
+            detail = f"{what} alone need{'' if protected else 's'} {required} tokens"
+            if has_current:
+                detail += f" ({required + current_cost} with the {end} unit)"
+            return detail
+        return f"{what} ({required} tokens) plus the {end} unit ({current_cost} tokens) need {required + current_cost}"
 
     def _order(self, dynamic: list[Unit], priorities: list[int], current: Unit) -> Iterator[Unit]:
         """Dynamic units in keep order: highest priority first, then newest (or oldest) first.
@@ -135,6 +205,23 @@ class TokenBudget:
         if ctx.report is not None:
             ctx.report.warnings.append(message + " (on_overflow: warn — sent without the conversation)")
         return messages[:start] + [m for u in sorted(always, key=_start) for m in u.slice(rest)]
+
+
+def _units_newest_first(structure: Sequence[Message], start: int) -> Iterator[Unit]:
+    """The units of ``structure[start:]`` (absolute positions), newest first, grouped lazily.
+
+    Every non-tool message starts a unit, so the units ending at ``e`` are found
+    by stepping back over tool messages to the previous non-tool one and
+    grouping that short run forward: the same units :func:`group_units` finds.
+    """
+    e = len(structure)
+    while e > start:
+        b = e - 1
+        while b > start and structure[b].role == "tool":
+            b -= 1
+        for u in reversed(group_units(structure[b:e])):
+            yield Unit(b + u.start, b + u.end)
+        e = b
 
 
 def _start(unit: Unit) -> int:

@@ -4,13 +4,13 @@ Items may be ctxcore :class:`Message` objects or OpenAI chat dicts. A dict gets 
 stable id derived from its position and content, so the same conversation
 built twice yields the same ids (reports and caches line up across turns).
 
-Converted dicts are remembered by position (as a private deep copy, so a dict
-mutated in place is noticed): on the next build an item equal to the remembered
-one reuses its Message instead of validating it again, so a growing
-conversation costs a dict comparison per old message, not a pydantic validation.
+Converted items are remembered (a dict as a private deep copy, so a dict
+mutated in place is noticed): when the stored list only grew, the old items are
+checked by one C-level list comparison and only the new ones are converted; when
+it changed, conversions of equal items are reused by position.
 
-Derived work is done once per message and cached with the conversion (dicts)
-or by object (Message items):
+Derived work is done lazily, only for the messages a consumer reads (a budget
+filter reads the newest few), once per message, and cached by object:
 
 - annotations: an assistant message with tool calls gets
   ``metadata.semantic_kind = "self_tool_plan"``, a tool result
@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ctxcore.lazy import LazyMessages
 from ctxcore.messages import Message, TextBlock, system
 from ctxcore.prompts import get_prompt
 from ctxcore_providers._markers import OPEN_MARKER, has_marker, neutralize_markers, strip_runtime_blocks
@@ -60,7 +63,16 @@ class HistoryConfig(BaseModel):
 
 
 class History:
-    """Returns the messages stored in the state, converted, id-stamped and annotated."""
+    """Returns the messages stored in the state, converted, id-stamped and annotated.
+
+    The result is a :class:`~ctxcore.lazy.LazyMessages`: conversion of new dict
+    items happens eagerly (it is needed to know roles and tool calls), but the
+    derived message (annotation, marker neutralising) is computed only when a
+    consumer indexes it, and memoised per stored object. When the stored list
+    only grew since the last call (its old items are the same objects, or equal
+    dicts), only the new tail is looked at: a next-turn build costs one
+    C-level pointer comparison over the old items, not a walk.
+    """
 
     def __init__(self, state_key: str = "messages", *, annotate: bool = True, neutralize_markers: bool = True,
                  working_memory: Any = None) -> None:
@@ -68,8 +80,13 @@ class History:
         self.annotate = annotate
         self.neutralize = neutralize_markers
         self.working_memory = working_memory
-        self._converted: list[tuple[Any, Message]] = []
-        self._derived: dict[int, tuple[Message, Message]] = {}
+        # What the last call saw: per item the Message itself or a private deep copy
+        # of the dict (so a dict mutated in place is noticed), and its conversion.
+        self._seen: list[Any] = []
+        self._raw: list[Message] = []
+        self._ids: set[str] = set()
+        self._semantic = False  # whether any stored message's derived form carries a semantic_kind
+        self._memo: dict[int, tuple[Message, Message]] = {}
         self._semantics: Message | None = None
         if annotate:
             text = get_prompt("history_semantics")
@@ -87,50 +104,77 @@ class History:
             items = ()
         if not isinstance(items, (list, tuple)):
             raise ValueError(f"state[{self.state_key!r}] must be a list of messages, not {type(items).__name__}")
-        out = self._convert(items)
-        if self._semantics is not None and any(m.metadata.get("semantic_kind") for m in out):
-            out.insert(0, self._semantics)
+        self._update(items)
+        structure = list(self._raw)  # a snapshot: the next call appends to self._raw
+        ids: list[set[str] | frozenset[str]] = [self._ids]
+        if self._semantics is not None and self._semantic:
+            structure.insert(0, self._semantics)
+            ids.append(frozenset((self._semantics.id,)))
+        out: Sequence[Message] = LazyMessages(structure, [(self._derive, self._memo)], ids)
         wm = self.working_memory if self.working_memory is not None else runtime.get("working_memory")
         if wm is not None:
-            out = list(wm.build_view(out))
+            out = list(wm.build_view(list(out)))
             for i, m in enumerate(out):
                 if not isinstance(m, Message):
                     raise ValueError(f"working_memory.build_view returned a {type(m).__name__} at {i}, not a Message")
         return out
 
-    def _convert(self, items: Sequence[Any]) -> list[Message]:
-        out: list[Message] = []
-        previous = self._converted
-        converted: list[tuple[Any, Message]] = []
-        derived_before = self._derived
-        derived: dict[int, tuple[Message, Message]] = {}
+    def _update(self, items: Sequence[Any]) -> None:
+        """Bring the conversion up to date with ``items``: only the new tail when the old items are unchanged."""
+        seen = self._seen
+        n = len(seen)
+        prefix = items[:n]
+        if n and len(items) >= n and (prefix if isinstance(prefix, list) else list(prefix)) == seen:
+            start = n
+        else:
+            self._rebuild(items)
+            start = len(items)
+        for index in range(start, len(items)):
+            item = items[index]
+            message = self._convert(index, item)
+            self._raw.append(message)
+            self._seen.append(item if isinstance(item, Message) else copy.deepcopy(item))
+            self._ids.add(message.id)
+            self._semantic = self._semantic or self._is_semantic(message)
+
+    def _rebuild(self, items: Sequence[Any]) -> None:
+        """The list changed under the old items: start over, reusing conversions of equal items."""
+        old_seen, old_raw = self._seen, self._raw
+        self._seen, self._raw, self._ids, self._semantic = [], [], set(), False
+        if all(map(isinstance, items, repeat(Message))):  # Message items: C-level passes, no per-item Python
+            self._seen, self._raw = list(items), list(items)
+            self._ids = set(map(_ID, items))
+            self._semantic = any(map(self._is_semantic, self._raw))  # stops at the first tool message
+            items = ()
         for index, item in enumerate(items):
-            if isinstance(item, Message):
-                hit = derived_before.get(id(item))
-                message = hit[1] if hit is not None and hit[0] is item else self._derive(item)
-                derived[id(item)] = (item, message)
-                out.append(message)
-                converted.append((_SENTINEL, message))  # keeps positions aligned
-                continue
-            if index < len(previous):
-                seen, message = previous[index]
-                if seen == item:
-                    out.append(message)
-                    converted.append((seen, message))
-                    continue
-            if not isinstance(item, Mapping):
-                raise ValueError(f"state[{self.state_key!r}][{index}] is a {type(item).__name__}, not a message dict")
-            try:
-                message = Message.from_openai(item)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"state[{self.state_key!r}][{index}]: {exc}") from exc
-            message = message.model_copy(update={"id": _stable_id(self.state_key, index, message.fingerprint)})
-            message = self._derive(message)
-            out.append(message)
-            converted.append((copy.deepcopy(item), message))
-        self._converted = converted
-        self._derived = derived
-        return out
+            if index < len(old_seen) and not isinstance(item, Message) and old_seen[index] == item:
+                message = old_raw[index]
+            else:
+                message = self._convert(index, item)
+            self._raw.append(message)
+            self._seen.append(item if isinstance(item, Message) else copy.deepcopy(item))
+            self._ids.add(message.id)
+            self._semantic = self._semantic or self._is_semantic(message)
+        if len(self._memo) > 2 * len(self._raw) + 64:  # forget derived forms of messages no longer stored
+            alive = set(map(id, self._raw))
+            self._memo = {k: v for k, v in self._memo.items() if k in alive}
+
+    def _convert(self, index: int, item: Any) -> Message:
+        if isinstance(item, Message):
+            return item
+        if not isinstance(item, Mapping):
+            raise ValueError(f"state[{self.state_key!r}][{index}] is a {type(item).__name__}, not a message dict")
+        try:
+            message = Message.from_openai(item)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"state[{self.state_key!r}][{index}]: {exc}") from exc
+        return message.model_copy(update={"id": _stable_id(self.state_key, index, message.fingerprint)})
+
+    def _is_semantic(self, m: Message) -> bool:
+        """Whether the derived form of ``m`` carries a semantic_kind (decides the explanation message)."""
+        if "semantic_kind" in m.metadata:
+            return bool(m.metadata["semantic_kind"])
+        return self.annotate and ((m.role == "assistant" and bool(m.tool_calls)) or m.role == "tool")
 
     def _derive(self, m: Message) -> Message:
         update: dict[str, Any] = {}
@@ -167,16 +211,7 @@ def _clean_content(content: Any, strip: bool) -> Any:
     return tuple(blocks) if changed else content
 
 
-class _Sentinel:
-    """Stands for a Message item in the conversion memory; equal to nothing."""
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    __hash__ = object.__hash__
-
-
-_SENTINEL = _Sentinel()
+_ID = attrgetter("id")
 
 
 def _stable_id(key: str, index: int, fingerprint: str) -> str:

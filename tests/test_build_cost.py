@@ -1,0 +1,231 @@
+"""A build's cost follows what is kept: tail-first counting, incremental caches, no history copies.
+
+Counts are of real work (encoder calls of a real cl100k tiktoken encoding,
+bytes allocated), never of wall-clock time. The hypothesis properties pin the
+main risk of the caches: an incremental build must give exactly the output and
+the report of a build from scratch, whatever happened to the history in between.
+"""
+
+from __future__ import annotations
+
+import sys
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ctxcore_counters import TiktokenCounter
+from ctxcore_filters import TokenBudget
+from ctxcore_providers import History, StaticPrompt
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxcore.builder import BuiltContext, ContextBuilder
+from ctxcore.errors import CtxError
+from ctxcore.lazy import LazyMessages, MessageChain, PrefixMemo
+from ctxcore.messages import Message, ai, human, system, tool
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from workload import as_messages, coding_agent_transcript  # noqa: E402
+
+BUDGET = 8_000
+PROMPT = StaticPrompt("You are a coding agent.")  # one instance: its message id is random per instance
+
+
+class CountingTiktoken(TiktokenCounter):
+    """The real cl100k counter, with its encoder wrapped to count calls."""
+
+    def __init__(self) -> None:
+        super().__init__("cl100k_base")
+        self.calls = 0
+        encode = self._encode
+
+        def counted(text: str) -> list[int]:
+            self.calls += 1
+            return encode(text)
+
+        self._encode = counted
+
+
+def agent_builder(counter: Any, budget: int = BUDGET, **budget_options: Any) -> ContextBuilder:
+    return ContextBuilder(
+        [PROMPT, History()],
+        [TokenBudget(**budget_options)],
+        counter,
+        budget=budget,
+    )
+
+
+@pytest.fixture(scope="module")
+def transcript() -> list[Message]:
+    return as_messages(coding_agent_transcript(20_001))
+
+
+class TestTailFirst:
+    def test_a_20000_message_build_tokenizes_only_what_it_inspects(self, transcript: list[Message]) -> None:
+        """A cold 8,000-token build of 20,000 messages calls the encoder for a few dozen messages, not 20,000."""
+        counter = CountingTiktoken()
+        builder = agent_builder(counter)
+        built = builder.build({"messages": transcript[:20_000]})
+        report = built.report
+        assert 0 < len(built.messages) < 100 and report.total_tokens <= BUDGET
+        # Each message costs a few encoder calls (role, content, call ids and arguments).
+        assert report.cache_misses < 100 and counter.calls < 400
+        assert report.cache_misses >= len(built.messages) - 1  # everything kept was counted once (the prompt too)
+
+    def test_a_next_turn_build_tokenizes_only_the_new_message(self, transcript: list[Message]) -> None:
+        """After one more message, the next build tokenizes that message and nothing else."""
+        counter = CountingTiktoken()
+        builder = agent_builder(counter)
+        history = transcript[:20_000]
+        state = {"messages": history}
+        builder.build(state)
+        before = counter.calls
+        history.append(transcript[20_000])
+        built = builder.build(state)
+        assert built.report.cache_misses == 1
+        assert counter.calls - before <= 2 + 3 * len(transcript[20_000].tool_calls)
+        assert built.messages[-1].id == transcript[20_000].id
+
+    def test_a_next_turn_build_does_not_copy_the_history(self, transcript: list[Message]) -> None:
+        """A next-turn build at 20,000 messages allocates well under 5 MB: pointers, not message copies."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"))
+        history = transcript[:20_000]
+        state = {"messages": history}
+        builder.build(state)
+        history.append(transcript[20_000])
+        tracemalloc.start()
+        try:
+            builder.build(state)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 5_000_000
+
+    def test_the_report_still_lists_every_dropped_message(self, transcript: list[Message]) -> None:
+        """Drops are recorded as a range and listed on first read, with the same data a full walk gives."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"))
+        built = builder.build({"messages": transcript[:2_000]})
+        dropped = built.report.dropped
+        kept = {m.id for m in built.messages}
+        assert len(dropped) + len(kept) == 2_000 + 2  # the static prompt and the history explanation
+        assert all(r.by == "token_budget" and r.source == "history" and r.tokens for r in dropped)
+        assert [r.id for r in dropped] == [m.id for m in transcript[:2_000] if m.id not in kept]
+
+
+# ------------------------------------------------------------- equivalence
+ROLES = st.sampled_from(["user", "assistant", "tool_unit", "system", "orphan"])
+TEXT = st.text(alphabet="abc xyz[]<>", min_size=0, max_size=60)
+
+
+@st.composite
+def histories(draw: Any, max_units: int = 12) -> list[Message]:
+    """Histories of users, assistants, tool units (1-3 parallel calls), and the odd system message,
+    protected or prioritised message, orphan result or unanswered call."""
+    out: list[Message] = []
+    for u in range(draw(st.integers(0, max_units))):
+        kind = draw(ROLES)
+        extra: dict[str, Any] = {}
+        if draw(st.integers(0, 9)) == 0:
+            extra = draw(st.sampled_from([{"zone": "protected"}, {"priority": 5}, {"metadata": {"semantic_kind": ""}}]))
+        text = draw(TEXT)
+        if kind == "user":
+            out.append(human(text or "hi", **extra))
+        elif kind == "assistant":
+            out.append(ai(text or "ok", **extra))
+        elif kind == "system":
+            out.append(system(text or "note", **{k: v for k, v in extra.items() if k != "zone"}))
+        elif kind == "orphan":
+            out.append(tool(text, tool_call_id=f"orphan{u}"))
+        else:
+            calls = draw(st.integers(1, 3))
+            ids = [f"c{u}_{k}" for k in range(calls)]
+            out.append(ai(tool_calls=[{"id": i, "name": "read", "arguments": {"p": text}} for i in ids], **extra))
+            answered = ids if draw(st.integers(0, 7)) else ids[:-1]
+            out.extend(tool(text * 3, tool_call_id=i) for i in answered)
+    return out
+
+
+def mutate(history: list[Any], data: Any) -> list[Any]:
+    """One random change: append, edit an old message (in place), truncate, or a new list object."""
+    op = data.draw(st.sampled_from(["append", "append", "edit", "truncate", "replace", "dicts", "same"]))
+    if op == "append":
+        history.extend(data.draw(histories(max_units=3)))
+    elif op == "edit" and history:
+        k = data.draw(st.integers(0, len(history) - 1))
+        old = history[k]
+        if isinstance(old, Message):  # a new object under the same id
+            history[k] = old.model_copy(update={"content": "edited " + old.text})
+        else:  # a dict changed in place
+            old["content"] = "edited"
+    elif op == "truncate" and history:
+        del history[data.draw(st.integers(0, len(history) - 1)):]
+    elif op == "replace":
+        return [Message.model_validate(m.model_dump()) if isinstance(m, Message) else dict(m) for m in history]
+    elif op == "dicts":
+        return [m.to_openai() if isinstance(m, Message) else m for m in history]
+    return history
+
+
+def outcome(builder: ContextBuilder, history: list[Any]) -> Any:
+    """What a build returns, comparable across builders: messages and report, or the error."""
+    try:
+        built: BuiltContext = builder.build({"messages": history})
+    except CtxError as exc:
+        return type(exc).__name__, str(exc)
+    report = built.report.to_dict()
+    report.pop("timings")
+    report.pop("cache")
+    return [m.model_dump() for m in built.messages], report
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(start=histories(), budget=st.integers(40, 400), data=st.data())
+def test_incremental_builds_equal_builds_from_scratch(start: list[Message], budget: int, data: Any) -> None:
+    """Whatever happens to the history between builds, a reused builder gives exactly a fresh builder's result."""
+    counter = TiktokenCounter("cl100k_base")
+    options = data.draw(st.sampled_from([{}, {"on_overflow": "warn"}, {"trim_from_start": False}]))
+    reused = agent_builder(counter, budget, **options)
+    history: list[Any] = list(start)
+    for _ in range(data.draw(st.integers(1, 5))):
+        assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
+        history = mutate(history, data)
+    assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
+
+
+class TestLazyPieces:
+    def test_lazy_messages_transform_once_and_only_when_read(self) -> None:
+        """A transform runs on first read of a message and its result is reused by later sequences."""
+        calls: list[str] = []
+
+        def shout(m: Message) -> Message:
+            calls.append(m.id)
+            return m.model_copy(update={"content": m.text.upper()})
+
+        stored = [human("a", id="a"), human("b", id="b")]
+        memo: dict[int, tuple[Message, Message]] = {}
+        lazy = LazyMessages(stored, [(shout, memo)])
+        assert len(lazy) == 2 and calls == []
+        assert lazy[-1].text == "B" and calls == ["b"]
+        again = LazyMessages(list(stored), [(shout, memo)])
+        assert again[1] is lazy[1] and [m.text for m in again] == ["A", "B"] and calls == ["b", "a"]
+        assert lazy.has_id("a") and not lazy.has_id("c") and lazy == [again[0], again[1]]
+
+    def test_chain_reads_across_parts(self) -> None:
+        """A chain indexes, slices and iterates its parts as one sequence."""
+        a, b, c = human("a", id="a"), human("b", id="b"), human("c", id="c")
+        chain = MessageChain([LazyMessages([a]), [], LazyMessages([b, c])])
+        assert len(chain) == 3 and chain[0] is a and chain[-1] is c and chain[1:] == [b, c]
+        assert list(chain) == [a, b, c] and chain.structure == [a, b, c] and chain.has_id("b")
+        with pytest.raises(IndexError):
+            chain[3]
+
+    def test_prefix_memo_resumes_only_after_an_unchanged_prefix(self) -> None:
+        """The walk resumes after the old items when they are unchanged, and restarts otherwise."""
+        memo: PrefixMemo[int] = PrefixMemo()
+        items = [human(str(k), id=str(k)) for k in range(4)]
+        assert memo.resume(items) == (None, 0)
+        memo.save(items[:3], 3)
+        assert memo.resume(items) == (3, 3)
+        assert memo.resume(items[:2]) == (None, 0)
+        assert memo.resume([items[0], human("x", id="x"), *items[2:]]) == (None, 0)
