@@ -271,3 +271,4 @@ from ctxcore import cli_presets as _cli_presets  # noqa: E402,F401
 from ctxcore import cli_memory as _cli_memory  # noqa: E402,F401
 from ctxcore import cli_explain as _cli_explain  # noqa: E402,F401
 from ctxcore import cli_checkpoint as _cli_checkpoint  # noqa: E402,F401
+from ctxcore import cli_replay as _cli_replay  # noqa: E402,F401
