@@ -44,13 +44,18 @@ MARK_START, MARK_END = "<!-- bench:cache:start -->", "<!-- bench:cache:end -->"
 DOCS = ROOT / "docs" / "performance.md"
 RESULTS = ROOT / "bench" / "results" / "cache_economics.json"
 TARGETS = {"cached_share": 0.90, "cost_ratio": 3.0, "mean_fill": 0.75, "over_budget": 0}
-SWEEP_TRIGGERS = (0.8, 0.85, 0.9, 0.95)
-SWEEP_TARGETS = (0.4, 0.5, 0.6, 0.7, 0.75)
+SWEEP_TRIGGERS = (0.85, 0.9, 0.95)
+SWEEP_TARGETS = (0.55, 0.65, 0.75)
+#: the ladder as it was before this measurement: water marks 0.85/0.6, tool results compacted only as far as
+#: needed, trims only down to the target.
+BEFORE = {"trigger": 0.85, "target": 0.6, "options": {"steps": [
+    {"kind": "tool_results", "scope": "needed"}, {"kind": "trim"}, {"kind": "summarize"}, {"kind": "consolidate"}]}}
 
 
-def pipeline_dict(budget: int, trigger: float | None = None, target: float | None = None) -> dict[str, Any]:
-    """The ctxcore pipeline: a system prompt, the history, compaction then token_budget."""
-    compaction: dict[str, Any] = {"type": "compaction"}
+def pipeline_dict(budget: int, trigger: float | None = None, target: float | None = None,
+                  options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ctxcore pipeline: a system prompt, the history, compaction (defaults plus ``options``) then token_budget."""
+    compaction: dict[str, Any] = {"type": "compaction", **(options or {})}
     if trigger is not None:
         compaction["trigger_ratio"] = trigger
     if target is not None:
@@ -66,9 +71,9 @@ def pipeline_dict(budget: int, trigger: float | None = None, target: float | Non
 
 
 def run_ctxcore(messages: list[dict[str, Any]], budget: int, trigger: float | None = None,
-                target: float | None = None) -> ReplayResult:
+                target: float | None = None, *, options: dict[str, Any] | None = None, host: Any = None) -> ReplayResult:
     """Replay ``messages`` through one ctxcore builder with the given water marks."""
-    builder = Pipeline.from_dict(pipeline_dict(budget, trigger, target)).builder()
+    builder = Pipeline.from_dict(pipeline_dict(budget, trigger, target, options), host=host).builder()
     return replay_requests(messages, builder_requests(builder, messages))
 
 
@@ -119,17 +124,28 @@ def summary(result: ReplayResult) -> dict[str, Any]:
                               "mean_fill", "max_fill", "over_budget", "reductions")}
 
 
-def sweep(messages: list[dict[str, Any]], budget: int, triggers: Sequence[float], targets: Sequence[float]) -> list[dict[str, Any]]:
-    """Totals of the ctxcore replay for every (trigger, target) pair with target < trigger."""
-    rows = []
-    for trigger in triggers:
-        for target in targets:
-            if target >= trigger:
-                continue
-            rows.append({"trigger": trigger, "target": target, **summary(run_ctxcore(messages, budget, trigger, target))})
-            print(f"  trigger {trigger} target {target}: share {rows[-1]['cached_share']:.3f} "
-                  f"fill {rows[-1]['mean_fill']:.3f}", file=sys.stderr)
-    return rows
+def _sweep_one(job: tuple[int, int, float, float, dict[str, Any] | None]) -> dict[str, Any]:
+    n, budget, trigger, target, options = job
+    row = summary(run_ctxcore(coding_agent_transcript(n), budget, trigger, target, options=options))
+    print(f"  trigger {trigger} target {target}{' (before)' if options else ''}: share {row['cached_share']:.3f} "
+          f"fill {row['mean_fill']:.3f}", file=sys.stderr, flush=True)
+    return {"trigger": trigger, "target": target, "ladder": "before" if options else "now", **row}
+
+
+def sweep(n: int, budget: int, triggers: Sequence[float], targets: Sequence[float], workers: int = 2) -> list[dict[str, Any]]:
+    """Totals of the ctxcore replay for every (trigger, target) pair with target < trigger, plus the old ladder.
+
+    Each configuration is an independent replay (its own builder), run in
+    ``workers`` processes; the numbers do not depend on the parallelism.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs: list[tuple[int, int, float, float, dict[str, Any] | None]] = [
+        (n, budget, trigger, target, None) for trigger in triggers for target in targets if target < trigger
+    ]
+    jobs.append((n, budget, BEFORE["trigger"], BEFORE["target"], BEFORE["options"]))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_sweep_one, jobs))
 
 
 def evaluate(ctx: dict[str, Any], lc: dict[str, Any]) -> dict[str, Any]:
@@ -168,11 +184,12 @@ def markdown(data: dict[str, Any]) -> str:
         lines.append(f"| {names[key]} | {value} | {t['target']} | {'yes' if t['met'] else '**no**'} |")
     if data.get("sweep"):
         lines += ["", "Water-mark sweep (ctxcore only, same replay):", "",
-                  "| trigger | target | cached share | mean fill | cost | reductions | over budget |",
-                  "|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| ladder | trigger | target | cached share | mean fill | cost | LangChain / ctxcore | reductions | over budget |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in data["sweep"]:
-            lines.append(f"| {r['trigger']} | {r['target']} | {r['cached_share']:.3f} | {r['mean_fill']:.3f} | "
-                         f"${r['cost']:.2f} | {r['reductions']} | {r['over_budget']} |")
+            ratio = lc["cost"] / r["cost"] if r["cost"] else float("inf")
+            lines.append(f"| {r['ladder']} | {r['trigger']} | {r['target']} | {r['cached_share']:.3f} | {r['mean_fill']:.3f} | "
+                         f"${r['cost']:.2f} | {ratio:.2f} | {r['reductions']} | {r['over_budget']} |")
     return "\n".join(lines)
 
 
@@ -200,7 +217,7 @@ def run(n: int, budget: int, *, do_sweep: bool, command: str) -> dict[str, Any]:
         "ctxcore": ctx, "langchain": lc, "targets": evaluate(ctx, lc),
     }
     if do_sweep:
-        data["sweep"] = sweep(messages, budget, SWEEP_TRIGGERS, SWEEP_TARGETS)
+        data["sweep"] = sweep(n, budget, SWEEP_TRIGGERS, SWEEP_TARGETS)
     data["seconds"] = round(time.perf_counter() - started, 1)
     return data
 
