@@ -203,13 +203,13 @@ def write_docs(text: str, path: Path = DOCS) -> None:
     path.write_text(f"{head}{MARK_START}\n{text}\n{MARK_END}{tail}", encoding="utf-8")
 
 
-def run(n: int, budget: int, *, do_sweep: bool, command: str) -> dict[str, Any]:
+def run(n: int, budget: int, *, do_sweep: bool, command: str, host: Any = None) -> dict[str, Any]:
     """Replay both sides (and the sweep); return everything the report needs."""
     from ctxcore_filters.compaction_config import DEFAULT_TARGET_RATIO, DEFAULT_TRIGGER_RATIO
 
     messages = coding_agent_transcript(n)
     started = time.perf_counter()
-    ctx = summary(run_ctxcore(messages, budget))
+    ctx = summary(run_ctxcore(messages, budget, host=host))
     lc = summary(run_langchain(messages, budget))
     data: dict[str, Any] = {
         "command": command, "messages": n, "budget": budget, "price_per_mtok": 3.0, "cached_discount": 0.1,

@@ -127,7 +127,7 @@ class TestReplayLibrary:
         result = replay(builder, messages)
         calls = result.calls
         assert calls[0].cached_tokens == 0
-        for before, after in zip(calls, calls[1:]):
+        for before, after in zip(calls, calls[1:], strict=False):
             assert after.cached_tokens == before.input_tokens - builder.counter.priming
         assert result.totals["reductions"] == 0 and all(c.removed == 0 for c in calls)
 
