@@ -148,6 +148,20 @@ def sweep(n: int, budget: int, triggers: Sequence[float], targets: Sequence[floa
         return list(pool.map(_sweep_one, jobs))
 
 
+def cost_bound(messages: list[dict[str, Any]], ctx: dict[str, Any], lc: dict[str, Any]) -> dict[str, Any]:
+    """The cheapest a replay with ctxcore's total input could be: each message uncached exactly once."""
+    from ctxcore_counters import TiktokenCounter
+
+    counter = TiktokenCounter("cl100k_base")
+    raw = sum(counter.count_message(Message.from_openai(m)) for m in [{"role": "system", "content": SYSTEM}, *messages])
+    price = 3.0 / 1_000_000
+    cost = (raw + 0.1 * (ctx["input_tokens"] - raw)) * price
+    # uncached tokens U allowed for a 3x ratio at ctxcore's input I: (0.9 U + 0.1 I) * price <= LangChain / 3
+    allowed = (lc["cost"] / TARGETS["cost_ratio"] / price - 0.1 * ctx["input_tokens"]) / 0.9
+    return {"raw_tokens": raw, "cost": cost, "ratio": lc["cost"] / cost if cost else float("inf"),
+            "slack": max(int(allowed - raw), 0), "misses": ctx["input_tokens"] - ctx["cached_tokens"] - raw}
+
+
 def evaluate(ctx: dict[str, Any], lc: dict[str, Any]) -> dict[str, Any]:
     """Each target with its measured value and whether it is met."""
     ratio = lc["cost"] / ctx["cost"] if ctx["cost"] else float("inf")
@@ -182,6 +196,17 @@ def markdown(data: dict[str, Any]) -> str:
     for key, t in targets.items():
         value = f"{t['value']:.3f}" if isinstance(t["value"], float) else str(t["value"])
         lines.append(f"| {names[key]} | {value} | {t['target']} | {'yes' if t['met'] else '**no**'} |")
+    bound = data.get("bound")
+    if bound:
+        lines += ["", f"Why the cost ratio is hard to reach here: every message of the transcript must be sent uncached "
+                  f"at least once ({bound['raw_tokens']:,} tokens). Even if nothing else were ever a cache miss, a replay "
+                  f"with ctxcore's total input ({ctx['input_tokens']:,} tokens, mean fill {ctx['mean_fill']:.3f}) would "
+                  f"cost ${bound['cost']:.2f}, i.e. at most {bound['ratio']:.2f}× below LangChain, whose window moves "
+                  f"only at user turns (start_on=\"human\") and so is cached {lc['cached_share']:.0%} of the time. "
+                  f"A 3× ratio at this input leaves {bound['slack']:,} tokens of cache misses for all the reductions "
+                  f"of the session together; ctxcore's cost {bound['misses']:,} (its uncached tokens beyond the "
+                  "first sending of each message). See "
+                  "docs/compaction.md, \"Choosing the water marks\"."]
     if data.get("sweep"):
         lines += ["", "Water-mark sweep (ctxcore only, same replay):", "",
                   "| ladder | trigger | target | cached share | mean fill | cost | LangChain / ctxcore | reductions | over budget |",
@@ -216,6 +241,7 @@ def run(n: int, budget: int, *, do_sweep: bool, command: str, host: Any = None) 
         "trigger": DEFAULT_TRIGGER_RATIO, "target": DEFAULT_TARGET_RATIO,
         "ctxcore": ctx, "langchain": lc, "targets": evaluate(ctx, lc),
     }
+    data["bound"] = cost_bound(messages, ctx, lc)
     if do_sweep:
         data["sweep"] = sweep(n, budget, SWEEP_TRIGGERS, SWEEP_TARGETS)
     data["seconds"] = round(time.perf_counter() - started, 1)

@@ -90,7 +90,7 @@ def replay_command(ctx: click.Context, transcript: str, pipeline_file: str, pric
     done_calls = 0
     try:
         with _progress(show) as progress:
-            task = progress.add_task("replay", total=None)
+            task = progress.add_task("replay", total=len(call_points(messages)))
 
             def advance(done: int, total: int) -> None:
                 nonlocal done_calls
