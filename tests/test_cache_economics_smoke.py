@@ -31,6 +31,17 @@ def test_ctxcore_side_stays_within_budget_and_caches_at_most_its_input(host: Any
     assert result.totals["reductions"] > 0, "the small budget must make compaction run"
 
 
+def test_ctxcore_prefix_is_stable_between_batches(host: Any, messages: list[dict[str, Any]]) -> None:
+    """A call that made no new reduction re-sends the whole previous request as its cached prefix."""
+    from ctxcore_counters import TiktokenCounter
+
+    priming = TiktokenCounter("cl100k_base").count_messages([])
+    calls = ce.run_ctxcore(messages, BUDGET, host=host).calls
+    quiet = [(a, b) for a, b in zip(calls, calls[1:], strict=False) if b.new_reductions == 0]
+    assert quiet, "some calls must only append"
+    assert all(b.cached_tokens == a.input_tokens - priming for a, b in quiet)
+
+
 def test_langchain_side_uses_the_same_metric(messages: list[dict[str, Any]]) -> None:
     """LangChain's sliding window is measured per call too: within budget, cached at most the input."""
     result = ce.run_langchain(messages, BUDGET)
