@@ -273,3 +273,4 @@ from ctxcore import cli_explain as _cli_explain  # noqa: E402,F401
 from ctxcore import cli_checkpoint as _cli_checkpoint  # noqa: E402,F401
 from ctxcore import cli_scaffold as _cli_scaffold  # noqa: E402,F401
 from ctxcore import cli_report as _cli_report  # noqa: E402,F401
+from ctxcore import cli_replay as _cli_replay  # noqa: E402,F401

@@ -191,6 +191,12 @@ class BuildReport:
         return [r for r in self.records if r.fate == "compressed"]
 
     @property
+    def removed_count(self) -> int:
+        """Input messages not in the output (dropped or compressed), read without counting their tokens."""
+        pending = sum(len(batch) for batch, _ in self._dropped)
+        return pending + sum(1 for r in self._records if r.fate in ("dropped", "compressed"))
+
+    @property
     def utilization(self) -> float | None:
         """Share of the budget the output uses, or ``None`` without a budget."""
         if not self.budget:

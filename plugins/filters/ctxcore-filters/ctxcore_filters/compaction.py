@@ -195,7 +195,7 @@ class Compaction:
     def _reduce(self, work: Work, budget: int, ctx: FilterContext) -> None:
         target = int(self.config.target_ratio * budget)
         dynamic = sum(t for m, t in zip(work.messages, work.tokens, strict=True) if m.zone == "dynamic")
-        run = _Run(self, work, target, ctx, int(self.config.max_trim_loss_ratio * dynamic))
+        run = _Run(self, work, target, ctx, int(self.config.max_trim_loss_ratio * dynamic), budget)
         selection = self.config.selection
         if selection == "model":
             picked = run.ask_selector(self.selector)
@@ -244,8 +244,9 @@ class Compaction:
 class _Run:
     """One batch of reductions: the work, the target and what has been spent."""
 
-    def __init__(self, owner: Compaction, work: Work, target: int, ctx: FilterContext, trim_cap: int) -> None:
+    def __init__(self, owner: Compaction, work: Work, target: int, ctx: FilterContext, trim_cap: int, budget: int) -> None:
         self.owner, self.work, self.target, self.ctx = owner, work, target, ctx
+        self.budget = budget
         self.trim_left = trim_cap
         self.calls = 0
         self.done: set[str] = set()
@@ -270,8 +271,12 @@ class _Run:
             self._warn(f"step '{stage.step_id}' skipped: the summarizer's max_calls ({self.owner.summarizer.max_calls}) is spent")
             return
         self.calls += stage.model_calls
+        need = self.need
+        to_ratio = getattr(getattr(stage, "config", None), "to_ratio", None)
+        if to_ratio is not None:  # a trim that goes deeper than the batch target (never shallower)
+            need = max(need, self.work.total - int(to_ratio * self.budget))
         try:
-            proposal = stage.run(self.work, self.need, self.env(capped))
+            proposal = stage.run(self.work, need, self.env(capped))
         except Exception as exc:
             if self.owner.config.on_error == "raise" or isinstance(exc, BudgetExceeded):
                 raise

@@ -24,11 +24,16 @@ __all__ = [
     "TRIM_KINDS",
     "COMPRESS_KINDS",
     "strategy_steps",
+    "DEFAULT_TRIGGER_RATIO",
+    "DEFAULT_TARGET_RATIO",
+    "DEFAULT_TRIM_TO_RATIO",
 ]
 
-#: default water marks; the performance issue tunes them by measurement (docs/compaction.md).
-DEFAULT_TRIGGER_RATIO = 0.85
-DEFAULT_TARGET_RATIO = 0.6
+#: default water marks, chosen by the prompt-cache replay of bench/cache_economics.py (docs/compaction.md).
+DEFAULT_TRIGGER_RATIO = 0.95
+DEFAULT_TARGET_RATIO = 0.75
+#: how deep the default ladder's trim goes once it has to run (below the target: trims break the cache from the front).
+DEFAULT_TRIM_TO_RATIO = 0.55
 
 
 class _Step(BaseModel):
@@ -51,6 +56,11 @@ class ToolResultsStep(_Step):
     preview_chars: int = Field(default=150, ge=0, description="Characters of the (JSON-minimised) result kept as a preview.")
     keep_last_results: int = Field(default=1, ge=0, description="Newest tool-call units whose results are never compacted.")
     spill_dir: str | None = Field(default=None, description="Write each full result to a file here; the placeholder names it.")
+    scope: Literal["needed", "all"] = Field(
+        default="all",
+        description="needed: oldest first until the batch target is reached; all: every eligible result once the "
+        "step runs (the prompt cache breaks at the first one anyway, and the next batch comes later).",
+    )
 
 
 class TrimStep(_Step):
@@ -61,6 +71,11 @@ class TrimStep(_Step):
     keep_last: int = Field(default=4, ge=1, description="Newest dynamic units always kept.")
     keep_last_turns: int | None = Field(
         default=None, ge=1, description="Keep the newest N user turns instead of keep_last units."
+    )
+    to_ratio: float | None = Field(
+        default=None, gt=0, le=1,
+        description="When a trim runs, trim down to this utilization instead of the batch target (a trim breaks the "
+        "prompt cache from the front, so trimming deeper makes the next trims rarer).",
     )
 
 
@@ -98,7 +113,7 @@ def strategy_steps(strategy: str, keep_groups: int) -> list[StepConfig]:
         return [TrimStep(keep_first=0, keep_last_turns=max(keep_groups, 1))]
     if strategy == "continuity":
         return [SummarizeStep(keep_groups=keep_groups), ConsolidateStep()]
-    return [ToolResultsStep(), TrimStep(), SummarizeStep(), ConsolidateStep()]
+    return [ToolResultsStep(), TrimStep(to_ratio=DEFAULT_TRIM_TO_RATIO), SummarizeStep(), ConsolidateStep()]
 
 
 class CompactionConfig(BaseModel):

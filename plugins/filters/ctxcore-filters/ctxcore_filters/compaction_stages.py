@@ -217,8 +217,9 @@ class ToolResultsStage(Stage):
         fresh = {i for u in [u for u in units if messages[u.start].tool_calls][-self.config.keep_last_results:]
                  for i in range(u.start, u.end)} if self.config.keep_last_results else set()
         proposal = Proposal(saved=0)
+        every = self.config.scope == "all"
         for i, m in enumerate(messages):
-            if proposal.saved >= need:
+            if proposal.saved >= need and not every:
                 break
             if m.role != "tool" or m.zone != "dynamic" or stage_of(m) or i in fresh or work.tokens[i] < self.config.min_tokens:
                 continue

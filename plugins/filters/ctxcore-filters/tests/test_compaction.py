@@ -10,6 +10,7 @@ import pytest
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import Compaction, CompactionConfig, ExtractiveSummarizer, PlanAuditError
 from ctxcore_filters.compaction_stages import META, stage_of
+from ctxcore_filters.compaction_config import DEFAULT_TARGET_RATIO
 from pydantic import ValidationError
 
 from ctxcore.budget import CachedCounter, FilterContext
@@ -84,13 +85,23 @@ class TestToolResults:
         check_tool_pairing(out)
 
     def test_only_as_far_as_needed_oldest_first(self) -> None:
-        """With little to save only the oldest result is compacted; newer ones stay verbatim."""
+        """With scope: needed and little to save only the oldest result is compacted; newer ones stay verbatim."""
+        msgs = conversation(4)
+        c = ctx(None)
+        budget = total(msgs, c)
+        steps = [{"kind": "tool_results", "scope": "needed"}]
+        out = Compaction(steps=steps, max_tokens=budget, trigger_ratio=0.9, target_ratio=0.85).apply(msgs, c)
+        assert [m.tool_call_id for m in out if stage_of(m)] == ["c0"]
+        assert total(out, c) <= 0.85 * budget
+
+    def test_scope_all_compacts_every_eligible_result_once_it_runs(self) -> None:
+        """By default (scope: all) a batch compacts every result but the newest round, however little it needs."""
         msgs = conversation(4)
         c = ctx(None)
         budget = total(msgs, c)
         out = Compaction(steps=[{"kind": "tool_results"}], max_tokens=budget, trigger_ratio=0.9, target_ratio=0.85).apply(msgs, c)
-        assert [m.tool_call_id for m in out if stage_of(m)] == ["c0"]
-        assert total(out, c) <= 0.85 * budget
+        assert [m.tool_call_id for m in out if stage_of(m)] == ["c0", "c1", "c2"]
+        assert out[-2] is msgs[-2]
 
     def test_json_preview_is_minimised(self) -> None:
         """A JSON result's preview is the minimised JSON, cut to preview_chars."""
@@ -170,6 +181,15 @@ class TestTrim:
         assert total(out, c) <= 0.8 * budget
         marker = next(m for m in out if stage_of(m) == "trim")
         assert len(marker.metadata[META]["raw_ids"]) < 8  # far fewer than the 16 removable messages
+
+    def test_to_ratio_trims_deeper_than_the_target(self) -> None:
+        """With to_ratio a trim that has to run goes down to that utilization, below the batch target."""
+        msgs = [system("s")] + [m for i in range(10) for m in (human(f"question {i} " * 10), ai(f"answer {i} " * 10))]
+        c = ctx(None)
+        budget = total(msgs, c)
+        out = Compaction(steps=[{"kind": "trim", "to_ratio": 0.5}], max_tokens=budget, trigger_ratio=0.9,
+                         target_ratio=0.8).apply(msgs, c)
+        assert total(out, c) <= 0.5 * budget
 
     def test_protected_unit_in_middle_survives(self) -> None:
         """A protected message inside the history is not trimmed."""
@@ -336,16 +356,16 @@ class TestWaterMarks:
         """Over the trigger, the ladder reduces down to the target ratio."""
         msgs = conversation(6)
         c = ctx(None)
-        budget = int(total(msgs, c) / 0.9)
+        budget = int(total(msgs, c) / 0.98)
         out = Compaction(max_tokens=budget).apply(msgs, c)
-        assert total(out, c) <= 0.6 * budget
+        assert total(out, c) <= DEFAULT_TARGET_RATIO * budget
 
     def test_prefix_identical_across_turns_below_trigger(self) -> None:
         """Between reduction batches the request prefix is byte-identical turn after turn."""
         history = conversation(6)
         counter = ApproximateCounter()
         budget = int(CachedCounter(counter).count_messages(history) / 0.9)
-        builder = ContextBuilder([_History()], [Compaction(max_tokens=budget)], counter)
+        builder = ContextBuilder([_History()], [Compaction(max_tokens=budget, trigger_ratio=0.85, target_ratio=0.6)], counter)
         previous = builder.build({"messages": history})
         assert previous.report.compressions  # the first build reduced
         batches = stable = 0
@@ -369,7 +389,7 @@ class TestWaterMarks:
         history = conversation(6)
         counter = ApproximateCounter()
         budget = int(CachedCounter(counter).count_messages(history) / 0.9)
-        builder = ContextBuilder([_History()], [Compaction(max_tokens=budget)], counter)
+        builder = ContextBuilder([_History()], [Compaction(max_tokens=budget, trigger_ratio=0.85, target_ratio=0.6)], counter)
         first = builder.build({"messages": history})
         assert {c.stage for c in first.report.compressions} == {"tool_results"}
         assert history[3].id in first.report.compressions[0].original_ids
@@ -383,7 +403,7 @@ class TestWaterMarks:
         history = conversation(6)
         counter = ApproximateCounter()
         budget = int(CachedCounter(counter).count_messages(history) / 0.9)
-        builder = ContextBuilder([_History()], [Compaction(max_tokens=budget)], counter)
+        builder = ContextBuilder([_History()], [Compaction(max_tokens=budget, trigger_ratio=0.85, target_ratio=0.6)], counter)
         first = builder.build({"messages": history})
         second = builder.build({"messages": history + [human("more")]})
         assert [c.new_id for c in second.report.compressions] == [c.new_id for c in first.report.compressions]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import Compaction
+from ctxcore_filters.compaction_config import DEFAULT_TRIGGER_RATIO
 from ctxcore_filters.compaction_stages import stage_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -105,7 +106,7 @@ def test_second_application_changes_nothing_when_settled(msgs: list[Message], fr
         once = f.apply(msgs, FilterContext(counter=counter, budget=None))
     except BudgetExceeded:
         return
-    if counter.count_messages(once) <= 0.85 * budget:
+    if counter.count_messages(once) <= DEFAULT_TRIGGER_RATIO * budget:
         assert Compaction(max_tokens=budget).apply(once, FilterContext(counter=counter, budget=None)) == once
 
 
