@@ -190,10 +190,19 @@ def growth(count: int, seed: int) -> list[dict[str, Any]]:
     return [{"role": "user", "content": f"{d['content']} (turn {i})"} for i, d in enumerate(pool[:count])]
 
 
-def _timed(call: Callable[[], Any]) -> tuple[float, Any]:
+def encoding_of(counter: CachedCounter) -> Any:
+    """The loaded tiktoken encoding behind a builder's counter (shared with the LangChain side)."""
+    inner = counter.counter
+    if not isinstance(inner, TiktokenCounter):
+        raise HarnessError(f"the pipeline counts with {type(inner).__name__}, not the tiktoken counter")
+    return inner._encoding
+
+
+def _timed(call: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    """Wall time of ``call(*args, **kwargs)`` (after a collection, so no earlier garbage is paid for) and its result."""
     gc.collect()
     started = time.perf_counter()
-    out = call()
+    out = call(*args, **kwargs)
     return time.perf_counter() - started, out
 
 
@@ -207,7 +216,7 @@ def ctxcore_next_turn(dicts: list[dict[str, Any]], extra: list[dict[str, Any]], 
     times = []
     for message in grown:
         history.append(message)
-        elapsed, built = _timed(lambda: pipeline.build(state))
+        elapsed, built = _timed(pipeline.build, state)
         times.append(elapsed)
     return times, built, pipeline, history
 
@@ -218,7 +227,7 @@ def ctxcore_cold(dicts: list[dict[str, Any]], reps: int, budget: int) -> tuple[l
     for _ in range(reps):
         pipeline = make_pipeline(budget)
         state = {"messages": as_messages(dicts)}
-        elapsed, built = _timed(lambda: pipeline.build(state))
+        elapsed, built = _timed(pipeline.build, state)
         times.append(elapsed)
     assert built is not None
     return times, built
@@ -229,12 +238,13 @@ def langchain_calls(dicts: list[dict[str, Any]], extra: list[dict[str, Any]], bu
     history = to_langchain(dicts, SYSTEM_PROMPT)
     grown = to_langchain(extra)
     counter = ExactCl100kCounter(encoding)
-    times, kept = [], []
+    times: list[float] = []
+    kept: list[BaseMessage] = []
     for message in grown:
         history.append(message)
-        elapsed, kept = _timed(lambda: trim_messages(
-            history, strategy="last", include_system=True, start_on="human", max_tokens=budget, token_counter=counter,
-        ))
+        elapsed, kept = _timed(
+            trim_messages, history, strategy="last", include_system=True, start_on="human", max_tokens=budget, token_counter=counter,
+        )
         times.append(elapsed)
     return times, kept, counter
 
@@ -273,7 +283,7 @@ def _count_once(dicts: list[dict[str, Any]], ctxcore_first: bool) -> tuple[float
     """One timed full count on each side, on fresh Message objects (fingerprints are part of ctxcore's cost)."""
     messages = as_messages(dicts)
     counter = CachedCounter(TiktokenCounter("cl100k_base"))
-    encode = counter.counter._encoding.encode_ordinary  # the very encoding ctxcore counts with
+    encode = encoding_of(counter).encode_ordinary  # the very encoding ctxcore counts with
     texts = counted_texts(messages)
     sides: list[tuple[str, Callable[[], int]]] = [
         ("ctxcore", lambda: counter.count_messages(messages)),
@@ -297,7 +307,9 @@ def full_count(dicts: list[dict[str, Any]], reps: int) -> tuple[list[float], lis
 
     The order alternates between repetitions so neither side always runs on the warmer machine.
     """
-    ours, direct, totals = [], [], {}
+    ours: list[float] = []
+    direct: list[float] = []
+    totals: dict[str, int] = {}
     for rep in range(reps):
         a, b, totals = _count_once(dicts, ctxcore_first=rep % 2 == 0)
         ours.append(a)
@@ -392,7 +404,7 @@ def run(config: Config, command: str = "", log: Callable[[str], None] = lambda s
     cold, cold_built = ctxcore_cold(big, config.cold_reps, config.budget)
     check_ctxcore_output(cold_built, counter, config.budget)
     log(f"LangChain trim_messages at {config.n} messages ({config.langchain_reps} calls)")
-    lc_times, kept, lc_counter = langchain_calls(big, lc_extra, config.budget, counter.counter._encoding)
+    lc_times, kept, lc_counter = langchain_calls(big, lc_extra, config.budget, encoding_of(counter))
     lc_check = check_langchain_output(kept, lc_counter, config.budget)
     log(f"full exact count of a {config.count_n}-message transcript")
     count_ours, count_direct, totals = full_count(coding_agent_transcript(config.count_n, config.seed), config.count_reps)

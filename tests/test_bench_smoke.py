@@ -37,7 +37,7 @@ def results() -> perf.Results:
 
 
 def _lc_counter(results: perf.Results) -> ExactCl100kCounter:
-    return ExactCl100kCounter(results.outputs["counter"].counter._encoding)
+    return ExactCl100kCounter(perf.encoding_of(results.outputs["counter"]))
 
 
 def test_both_windows_fit_the_budget(results: perf.Results) -> None:
@@ -87,7 +87,7 @@ def test_langchain_counter_counts_like_ctxcore() -> None:
     dicts = coding_agent_transcript(80, seed=5)
     ours, theirs = as_messages(dicts), to_langchain(dicts)
     assert any(m.tool_calls for m in ours) and any(m.role == "tool" for m in ours)
-    for a, b in zip(ours, theirs):
+    for a, b in zip(ours, theirs, strict=True):
         assert counter.count_message(a) == reference.count_message(b), a.id
     assert counter.count_messages(ours) == reference(theirs)
 
@@ -150,9 +150,9 @@ def test_main_writes_the_section_and_the_json(tmp_path: Path, monkeypatch: pytes
         lambda cls: cls(n=60, small_n=30, reps=1, cold_reps=1, langchain_reps=1, count_n=10, count_reps=1)))
     page, out = tmp_path / "p.md", tmp_path / "r" / "perf.json"
     start, end = markers("perf")
-    page.write_text(f"# P\n{start}\nold\n{end}\n", encoding="utf-8")
+    page.write_text(f"# P\n{start}\nstale table\n{end}\n", encoding="utf-8")
     assert perf.main(["--quick", "--doc", str(page), "--json", str(out)]) == 0
-    assert "| 1 |" in page.read_text(encoding="utf-8") and "old" not in page.read_text(encoding="utf-8")
+    assert "| 1 |" in page.read_text(encoding="utf-8") and "stale table" not in page.read_text(encoding="utf-8")
     data = json.loads(out.read_text(encoding="utf-8"))
     assert [t["id"] for t in data["targets"]] == [1, 2, 3, 4, 5]
     assert data["command"] == "python bench/perf.py --quick --doc " + str(page) + " --json " + str(out)
