@@ -61,6 +61,7 @@ from workload import as_messages, coding_agent_transcript  # noqa: E402
 
 from ctxcore import CachedCounter, Pipeline  # noqa: E402
 from ctxcore.builder import BuiltContext  # noqa: E402
+from ctxcore.errors import InvalidHistory  # noqa: E402
 from ctxcore.messages import Message  # noqa: E402
 from ctxcore.testing import fresh_host  # noqa: E402
 from ctxcore.transactions import check_tool_pairing  # noqa: E402
@@ -331,7 +332,10 @@ def check_ctxcore_output(built: BuiltContext, counter: Any, budget: int) -> dict
     rest = [m for m in messages if m.role != "system"]
     if not rest or rest[0].role != "user":
         raise HarnessError(f"ctxcore output starts on {rest[0].role if rest else 'nothing'} after the system messages, not user")
-    check_tool_pairing(messages)
+    try:
+        check_tool_pairing(messages)
+    except InvalidHistory as exc:
+        raise HarnessError(f"ctxcore output splits a tool call from its results: {exc}") from exc
     return {"tokens": tokens, "messages": len(messages)}
 
 
@@ -405,6 +409,7 @@ def run(config: Config, command: str = "", log: Callable[[str], None] = lambda s
     check_ctxcore_output(cold_built, counter, config.budget)
     log(f"LangChain trim_messages at {config.n} messages ({config.langchain_reps} calls)")
     lc_times, kept, lc_counter = langchain_calls(big, lc_extra, config.budget, encoding_of(counter))
+    lc_counted = lc_counter.messages_counted // len(lc_times)  # before the check below counts once more
     lc_check = check_langchain_output(kept, lc_counter, config.budget)
     log(f"full exact count of a {config.count_n}-message transcript")
     count_ours, count_direct, totals = full_count(coding_agent_transcript(config.count_n, config.seed), config.count_reps)
@@ -425,7 +430,7 @@ def run(config: Config, command: str = "", log: Callable[[str], None] = lambda s
     checks = {
         "ctxcore_next_turn_output": ctx_check,
         "langchain_output": lc_check,
-        "langchain_messages_counted_per_call": lc_counter.messages_counted // len(lc_times),
+        "langchain_messages_counted_per_call": lc_counted,
         "ctxcore_cache": {"hits": counter.hits, "misses": counter.misses},
         "full_count": totals,
         "workload_characters": sum(len(d.get("content") or "") for d in big),
