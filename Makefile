@@ -8,7 +8,7 @@ PLUGIN_PROJECTS := $(wildcard plugins/*/*/pyproject.toml examples/*/pyproject.to
 PACKAGES := -e . $(foreach p,$(PLUGIN_PROJECTS),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean test-mem0 bench-counters postgres chromium screenshot
+.PHONY: install demo test lint clean test-mem0 bench-counters postgres chromium screenshot bench
 
 install: $(STAMP)
 
@@ -89,6 +89,20 @@ test-mem0:
 # Accuracy table of the approximate counter against the real tokenizers (docs/counters.md).
 bench-counters: install
 	$(PY) bench/counter_accuracy.py $(ARGS)
+
+# Issue 7's benchmarks: ctxcore against LangChain on one workload (docs/performance.md).
+# LangChain is bench-only (requirements-bench.txt), installed into the same venv here.
+# Each script that exists runs (the cache-economics one may come from another branch).
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP) requirements-bench.txt
+	$(PY) -m pip install --quiet -r requirements-bench.txt
+	@touch $@
+
+bench: install $(BENCH_STAMP)
+	@for script in bench/perf.py bench/cache_economics.py; do \
+	  if [ -f $$script ]; then echo "== $$script"; CTXCORE_BENCH_VIA_MAKE=1 $(PY) $$script || exit 1; \
+	  else echo "== $$script: not present, skipped"; fi; \
+	done
 
 clean:
 	rm -rf $(VENV) $(MEM0_VENV) .pytest_cache .hypothesis

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from report_table import markers, write_section  # noqa: E402
 from workload import coding_agent_transcript  # noqa: E402
 
 from ctxcore import Pipeline  # noqa: E402
@@ -40,7 +41,7 @@ from ctxcore.messages import Message  # noqa: E402
 from ctxcore.replay import ReplayResult, RequestStats, builder_requests, replay_requests  # noqa: E402
 
 SYSTEM = "You are a careful coding agent. Read files before editing them, run the tests after every change."
-MARK_START, MARK_END = "<!-- bench:cache:start -->", "<!-- bench:cache:end -->"
+MARK_START, MARK_END = markers("cache")
 DOCS = ROOT / "docs" / "performance.md"
 RESULTS = ROOT / "bench" / "results" / "cache_economics.json"
 TARGETS = {"cached_share": 0.90, "cost_ratio": 3.0, "mean_fill": 0.75, "over_budget": 0}
@@ -219,13 +220,8 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def write_docs(text: str, path: Path = DOCS) -> None:
-    """Replace the text between the bench:cache markers of ``path`` (appending the markers when absent)."""
-    doc = path.read_text(encoding="utf-8")
-    if MARK_START not in doc or MARK_END not in doc:
-        doc = doc.rstrip("\n") + f"\n\n{MARK_START}\n{MARK_END}\n"
-    head, rest = doc.split(MARK_START, 1)
-    _, tail = rest.split(MARK_END, 1)
-    path.write_text(f"{head}{MARK_START}\n{text}\n{MARK_END}{tail}", encoding="utf-8")
+    """Replace the text between the bench:cache markers of ``path`` (bench/report_table.py)."""
+    write_section(path, "cache", text)
 
 
 def run(n: int, budget: int, *, do_sweep: bool, command: str, host: Any = None) -> dict[str, Any]:
