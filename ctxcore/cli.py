@@ -50,7 +50,9 @@ def _echo_issues(exc: ConfigError) -> None:
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    from ctxcore.redaction import redact_text
+
+    click.echo(f"error: {redact_text(message)}", err=True)  # an error may quote a DSN or a header
     sys.exit(code)
 
 

@@ -272,3 +272,27 @@ def test_no_canary_in_any_log_line(tmp_path: Path, chat_server: _ChatServer, fmt
             event = json.loads(line)
             assert {"event", "level", "timestamp"} <= set(event)
     json.loads(result.stdout)  # stdout holds only the request, never a log line
+
+
+# ------------------------------------------------------------ CLI options
+def _ctx(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
+    return subprocess.run([sys.executable, "-m", "ctxcore.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_verbose_shortcut_and_log_level_precedence(tmp_path: Path) -> None:
+    """-vv means debug; an explicit --log-level wins over -v; the default (warning) shows no debug event."""
+    (tmp_path / "p.yaml").write_text("version: 1\nproviders: [history]\n", encoding="utf-8")
+    assert "pipeline_loaded" in _ctx("-vv", "pipeline", "validate", "p.yaml", cwd=tmp_path).stderr
+    assert "pipeline_loaded" not in _ctx("-v", "pipeline", "validate", "p.yaml", cwd=tmp_path).stderr
+    assert "pipeline_loaded" not in _ctx("-vv", "--log-level", "warning", "pipeline", "validate", "p.yaml", cwd=tmp_path).stderr
+    assert "pipeline_loaded" not in _ctx("pipeline", "validate", "p.yaml", cwd=tmp_path).stderr
+    bad = _ctx("--log-level", "loud", "pipeline", "validate", "p.yaml", cwd=tmp_path)
+    assert bad.returncode == 2 and "'loud' is not one of 'debug', 'info', 'warning', 'error'" in bad.stderr
+
+
+def test_error_lines_are_redacted(tmp_path: Path) -> None:
+    """The CLI's own `error:` lines pass the value rules too (a state file path holding a key, here)."""
+    result = _ctx("build", "--preset", "chat", "--state", f"missing-{ENV_KEY}.json", cwd=tmp_path)
+    assert result.returncode == 1 and "error: cannot read state missing-[REDACTED]" in result.stderr
+    assert ENV_KEY not in result.stderr
