@@ -9,6 +9,7 @@ rule, a pipeline is valid by the schema exactly when the loader accepts it.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import subprocess
 import sys
@@ -167,7 +168,9 @@ def test_quoted_numbers_load_but_the_schema_asks_for_numbers(validator: jsonsche
 
 
 # ------------------------------------------------------------- agreement
+@functools.cache
 def _bases() -> list[dict[str, Any]]:
+    """The shipped pipelines (parsed once; callers copy before mutating)."""
     return [_interpolated(p) for p in PRESETS + EXAMPLES] + [copy.deepcopy(BASE)]
 
 
