@@ -10,12 +10,10 @@ stderr, so ``ctx build ... --explain | jq`` keeps working.
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from typing import Any, NoReturn
 
 import click
-import structlog
 
 from ctxcore import __version__
 from ctxcore.errors import ConfigError, CtxError, PluginError
@@ -52,18 +50,18 @@ def _echo_issues(exc: ConfigError) -> None:
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    from ctxcore.redaction import redact_text
+
+    click.echo(f"error: {redact_text(message)}", err=True)  # an error may quote a DSN or a header
     sys.exit(code)
 
 
-def _configure_logging(verbose: int) -> None:
-    level = logging.WARNING - 10 * min(verbose, 2)
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        processors=[structlog.processors.add_log_level, structlog.dev.ConsoleRenderer(colors=False)],
-        cache_logger_on_first_use=False,
-    )
+def _configure_logging(params: dict[str, Any]) -> None:
+    """Set logging up from the root command's options (``--log-level`` wins over ``-v``)."""
+    from ctxcore.logging_setup import configure_logging
+
+    level = params.get("log_level") or {0: "warning", 1: "info"}.get(params.get("verbose") or 0, "debug")
+    configure_logging(level, params.get("log_format") or "console")
 
 
 class _PluginCommandsGroup(click.Group):
@@ -73,8 +71,8 @@ class _PluginCommandsGroup(click.Group):
         if getattr(self, "_plugin_commands_loaded", False):
             return
         self._plugin_commands_loaded = True
-        # Runs before the group callback: set logging up from the parsed -v now.
-        _configure_logging(ctx.find_root().params.get("verbose") or 0)
+        # Runs before the group callback: set logging up from the parsed options now.
+        _configure_logging(ctx.find_root().params)
         for impl in _state(ctx).host.hook.register_commands.get_hookimpls():
             try:
                 impl.function(**{arg: self for arg in impl.argnames})
@@ -96,10 +94,14 @@ class _PluginCommandsGroup(click.Group):
 @click.group(cls=_PluginCommandsGroup)
 @click.version_option(__version__, prog_name="ctx")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-v info, -vv debug).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), envvar="CTXCORE_LOG_LEVEL",
+              help="Log level on stderr (default warning; wins over -v).  [env: CTXCORE_LOG_LEVEL]")
+@click.option("--log-format", type=click.Choice(["console", "json"]), default="console", envvar="CTXCORE_LOG_FORMAT",
+              show_default=True, help="console: one readable line per event; json: one JSON object per line.  [env: CTXCORE_LOG_FORMAT]")
 @click.pass_context
-def cli(ctx: click.Context, verbose: int) -> None:
+def cli(ctx: click.Context, verbose: int, log_level: str | None, log_format: str) -> None:
     """Build, inspect and validate LLM contexts with ctxcore pipelines."""
-    _configure_logging(verbose)
+    _configure_logging(ctx.params)
     ctx.ensure_object(_CliState)
 
 
@@ -274,3 +276,5 @@ from ctxcore import cli_checkpoint as _cli_checkpoint  # noqa: E402,F401
 from ctxcore import cli_scaffold as _cli_scaffold  # noqa: E402,F401
 from ctxcore import cli_report as _cli_report  # noqa: E402,F401
 from ctxcore import cli_replay as _cli_replay  # noqa: E402,F401
+from ctxcore import cli_schema as _cli_schema  # noqa: E402,F401
+from ctxcore import cli_init as _cli_init  # noqa: E402,F401

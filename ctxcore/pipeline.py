@@ -192,6 +192,9 @@ class Pipeline:
             _check_ids(spec, loaded, issues)
         if issues or spec is None:
             raise ConfigError(issues)
+        # The step options as loaded (after ${VAR} interpolation); the log set-up redacts secrets in them.
+        log.debug("pipeline_loaded", file=loaded.file, name=spec.name,
+                  steps={slot: [{"type": r.spec.type, "id": r.spec.id, "options": r.spec.options} for r in rs] for slot, rs in steps.items()})
         return cls(spec, steps, host=host, loaded=loaded)
 
     # ------------------------------------------------------------ compiling

@@ -25,10 +25,13 @@ import urllib.error
 import urllib.request
 from typing import Any, Literal, Sequence, Union
 
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore.errors import CtxError
 from ctxcore.messages import Message
+
+log = structlog.get_logger("ctxcore_filters.compaction_summarizers")
 
 __all__ = [
     "SummarizerError",
@@ -145,6 +148,7 @@ class ChatEndpoint:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        log.debug("chat_request", url=self.url, model=self.model, headers=headers, messages=messages)
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - configured URL

@@ -103,7 +103,7 @@ class BootstrapFiles:
             if root is not None and not root.is_dir():
                 # Missing files are normal; a missing root is almost always a typo in the pipeline.
                 self.warnings.append(f"bootstrap_files {key} {str(root)!r} is not a directory: no files are read from it")
-                log.warning("bootstrap_root_missing", key=key, path=str(root))
+                log.warning("bootstrap_root_missing", option=key, path=str(root))
         deps: list[Path] = []
         sections = []
         layers = self._layers()

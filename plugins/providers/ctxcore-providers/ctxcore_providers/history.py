@@ -52,7 +52,9 @@ class HistoryConfig(BaseModel):
     state_key: str = Field(default="messages", description="Key of the message list in the state.")
     annotate: bool = Field(default=True, description="Mark tool plans and observations and explain them once.")
     neutralize_markers: bool = Field(default=True, description="Defuse runtime-context marker look-alikes in user and tool text.")
-    working_memory: Any = Field(default=None, description="An object with build_view(messages) (Python only).")
+    # A YAML file can only leave it null: the JSON Schema says so (`ctx pipeline schema`).
+    working_memory: Any = Field(default=None, description="An object with build_view(messages) (Python only).",
+                                json_schema_extra={"type": "null"})
 
     @field_validator("working_memory")
     @classmethod
