@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PACKAGES := -e . $(foreach p,$(wildcard plugins/*/*/pyproject.toml),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean test-mem0 bench-counters postgres
+.PHONY: install demo test lint docs clean test-mem0 bench-counters postgres
 
 install: $(STAMP)
 
@@ -35,7 +35,7 @@ demo: install
 	$(VENV)/bin/ctx memory search "tabs or spaces?" --pipeline examples/memory-demo.yaml -n ada; \
 	$(VENV)/bin/ctx build examples/memory-demo.yaml --state examples/memory-state.json --runtime memory_namespace=ada'
 
-test: install lint postgres
+test: install lint docs postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-mem0
 
@@ -51,6 +51,10 @@ postgres:
 	  echo "warning: PostgreSQL is not installed (needs root and apt-get here): install it or set CTXCORE_TEST_PG_DSN;" \
 	       "the PostgreSQL tests skip, and fail when CI is set" >&2; \
 	fi
+
+# The documentation site from docs/ into site/; --strict fails on any broken link or anchor.
+docs: install
+	$(VENV)/bin/mkdocs build --strict --quiet -d site
 
 # Pyflakes, syntax and bugbear checks, and types of the core and every plugin package.
 lint: install
