@@ -22,6 +22,7 @@ TOOLS = [
     }
 ]
 
+# --8<-- [start:questions]
 # What the user asks, one turn after the other (a real agent reads these from a prompt).
 QUESTIONS = [
     "What does parse_list in parser.py do with nested lists?",
@@ -30,6 +31,7 @@ QUESTIONS = [
     "Look at parser.py again: where would a depth limit go?",
     "Thanks. Summarise what we found in three bullet points.",
 ]
+# --8<-- [end:questions]
 
 
 def run_tool(name: str, arguments: str) -> str:
