@@ -138,3 +138,24 @@ class TestDifferences:
         assert _trim_like_the_guide(self.HISTORY, 40) == ["You are a coding agent."]
         with pytest.raises(BudgetExceeded, match="plus the newest unit"):
             _pipeline(plugins, 40, on_overflow="raise").build({"messages": self.HISTORY})
+
+
+def test_the_guides_pipeline_is_valid(plugins: Any) -> None:
+    """The YAML of the guide's 'common call' compiles, and the error it quotes is the one token_budget raises."""
+    import re
+
+    import yaml
+
+    from pathlib import Path
+
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "migrating-from-langchain.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(.*?)```", guide, re.DOTALL)
+    assert block is not None
+    pipeline = Pipeline.from_dict(yaml.safe_load(block.group(1)), host=plugins)
+    built = pipeline.build({"messages": TestDifferences.HISTORY})
+    assert [m.role for m in built.messages] == ["system", "system", "user", "assistant", "tool", "tool"]
+    assert any(m.text.startswith("History semantics:") for m in built.messages[:2])
+    with pytest.raises(BudgetExceeded) as err:
+        _pipeline(plugins, 40, on_overflow="raise").build({"messages": TestDifferences.HISTORY})
+    quoted = re.search(r"\(`(the pinned prefix .*?) \.\.\.`\)", guide)
+    assert quoted is not None and str(err.value).startswith(quoted.group(1)), str(err.value)
