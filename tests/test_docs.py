@@ -86,3 +86,52 @@ def test_relative_links_resolve(doc: Path) -> None:
     """Every relative link in README.md and docs/*.md points to a file that exists."""
     missing = [t for t in _relative_links(doc) if t and not (doc.parent / t).exists()]
     assert not missing, f"{doc.relative_to(ROOT)}: broken links {missing}"
+
+
+def _nav_pages(entries: object) -> list[str]:
+    """Every page path in an mkdocs ``nav`` value (lists of ``{title: path-or-list}`` or bare paths)."""
+    if isinstance(entries, str):
+        return [entries]
+    if isinstance(entries, list):
+        return [page for entry in entries for page in _nav_pages(entry)]
+    if isinstance(entries, dict):
+        return [page for value in entries.values() for page in _nav_pages(value)]
+    return []
+
+
+def _site_pages() -> set[str]:
+    """Markdown pages of the site: docs/**/*.md except docs/tutorial/ (the tutorial's code, not pages)."""
+    return {
+        p.relative_to(DOCS).as_posix()
+        for p in DOCS.rglob("*.md")
+        if p.relative_to(DOCS).parts[0] != "tutorial"
+    }
+
+
+def test_every_page_is_in_the_site_nav() -> None:
+    """Every docs/**/*.md page is listed in mkdocs.yml's nav, and every nav entry exists (add new pages to nav)."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    nav = _nav_pages(config["nav"])
+    assert len(nav) == len(set(nav)), "a page is listed twice in mkdocs.yml nav"
+    missing = sorted(_site_pages() - set(nav))
+    assert not missing, f"add these pages to nav in mkdocs.yml: {missing}"
+    unknown = sorted(set(nav) - _site_pages())
+    assert not unknown, f"mkdocs.yml nav lists pages that do not exist: {unknown}"
+
+
+def test_api_reference_covers_the_public_modules() -> None:
+    """docs/api/ has a mkdocstrings page (a '::: module' line) for each public core module."""
+    documented = {
+        line[4:].strip()
+        for page in (DOCS / "api").glob("*.md")
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("::: ")
+    }
+    public = {"ctxcore"} | {
+        f"ctxcore.{p.stem}" for p in (ROOT / "ctxcore").glob("*.py")
+        if p.stem in {"builder", "pipeline", "messages", "report", "budget", "transactions", "render",
+                      "target", "memory", "checkpoints", "protocols", "errors"}
+    } | {"ctxcore.testing", "ctxcore.testing.contracts"}
+    assert public <= documented, f"no API page for {sorted(public - documented)}"
