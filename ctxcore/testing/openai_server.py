@@ -80,8 +80,7 @@ class ChatServer:
     @property
     def base_url(self) -> str:
         """The ``base_url`` to give an OpenAI client, e.g. ``http://127.0.0.1:40123/v1``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def __enter__(self) -> ChatServer:
         self._thread.start()
