@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -135,3 +137,36 @@ def test_api_reference_covers_the_public_modules() -> None:
                       "target", "memory", "checkpoints", "protocols", "errors"}
     } | {"ctxcore.testing", "ctxcore.testing.contracts"}
     assert public <= documented, f"no API page for {sorted(public - documented)}"
+
+
+class TestStrictSiteBuild:
+    """mkdocs.yml's validation turns broken links and anchors into warnings, which --strict makes fatal."""
+
+    def _build(self, tmp_path: Path, link: str) -> subprocess.CompletedProcess[str]:
+        """Build a two-page site that inherits the repository's mkdocs.yml; index.md links with ``link``."""
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        (docs / "index.md").write_text(f"# Home\n\nSee [the other page]({link}).\n", encoding="utf-8")
+        (docs / "other.md").write_text("# Other\n\n## A section\n\nText.\n", encoding="utf-8")
+        (tmp_path / "mkdocs.yml").write_text(
+            f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: docs\nnav: [index.md, other.md]\nplugins: [search]\n",
+            encoding="utf-8",
+        )
+        mkdocs = Path(sys.executable).with_name("mkdocs")
+        return subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+
+    def test_good_link_builds(self, tmp_path: Path) -> None:
+        """A link to an existing page and heading builds (guards the two tests below)."""
+        done = self._build(tmp_path, "other.md#a-section")
+        assert done.returncode == 0, done.stderr
+
+    def test_broken_anchor_fails(self, tmp_path: Path) -> None:
+        """A link to a heading that does not exist fails the strict build."""
+        done = self._build(tmp_path, "other.md#no-such-section")
+        assert done.returncode != 0 and "does not contain an anchor '#no-such-section'" in done.stderr
+
+    def test_broken_link_fails(self, tmp_path: Path) -> None:
+        """A link to a page that does not exist fails the strict build."""
+        done = self._build(tmp_path, "missing.md")
+        assert done.returncode != 0 and "'missing.md'" in done.stderr

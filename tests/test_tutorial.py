@@ -77,11 +77,18 @@ class TestHandWrittenLoop:
         _matches_recorded("step1-keep-last.txt", done.stdout)
 
 
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, subprocess.CompletedProcess[str], Path]]:
+    """One run of step2_pipeline.py against the scripted model: (the server, the run, the saved state)."""
+    state = tmp_path_factory.mktemp("tutorial") / "state.json"
+    with _fake_model().make_server() as server:
+        yield server, _run(server, sys.executable, "step2_pipeline.py", str(state)), state
+
+
 class TestPipelineLoop:
-    def test_every_request_fits_and_is_accepted(self, model: Any, tmp_path: Path) -> None:
+    def test_every_request_fits_and_is_accepted(self, session: tuple[Any, Any, Path]) -> None:
         """With the pipeline every request of the session is accepted, within the 1700-token input budget."""
-        state = tmp_path / "state.json"
-        done = _run(model, sys.executable, "step2_pipeline.py", str(state))
+        model, done, state = session
         assert done.returncode == 0, done.stderr
         fake = _fake_model()
         sizes = [fake.count(body) for body in model.requests]
@@ -93,25 +100,23 @@ class TestPipelineLoop:
         assert saved["messages"][0]["content"].startswith("What does parse_list")
         assert sum(m["role"] == "user" for m in saved["messages"]) == 5
 
+    def test_explain_output(self, session: tuple[Any, Any, Path]) -> None:
+        """`ctx explain agent.yaml --state state.json` prints what the page shows."""
+        model, done, state = session
+        assert done.returncode == 0, done.stderr
         explain = _run(model, str(CTX), "explain", "agent.yaml", "--state", str(state))
         assert explain.returncode == 0, explain.stderr
         _matches_recorded("explain.txt", explain.stdout + explain.stderr)
 
-    def test_python_pipeline_equals_the_yaml(self, model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_python_pipeline_equals_the_yaml(self, session: tuple[Any, Any, Path], monkeypatch: pytest.MonkeyPatch) -> None:
         """The ContextBuilder of pipeline_in_python.py builds the same request as agent.yaml."""
         monkeypatch.delenv("CTXCORE_DISABLE_PLUGIN_AUTOLOAD")
         reset_default_host()
-        state_path = tmp_path / "state.json"
-        assert _run(model, sys.executable, "step2_pipeline.py", str(state_path)).returncode == 0
-        state = json.loads(state_path.read_text(encoding="utf-8"))
-        sys.path.insert(0, str(TUTORIAL))
-        try:
-            spec = importlib.util.spec_from_file_location("tutorial_pipeline_in_python", TUTORIAL / "pipeline_in_python.py")
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(TUTORIAL))
+        state = json.loads(session[2].read_text(encoding="utf-8"))
+        spec = importlib.util.spec_from_file_location("tutorial_pipeline_in_python", TUTORIAL / "pipeline_in_python.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
         from_python = module.builder.build(state)
         from_yaml = Pipeline.from_yaml(TUTORIAL / "agent.yaml").build(state)
         assert from_python.to_openai() == from_yaml.to_openai()
