@@ -8,7 +8,7 @@ PLUGIN_PROJECTS := $(wildcard plugins/*/*/pyproject.toml examples/*/pyproject.to
 PACKAGES := -e . $(foreach p,$(PLUGIN_PROJECTS),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint clean test-mem0 bench-counters postgres chromium screenshot bench
+.PHONY: install demo test lint docs clean test-mem0 bench-counters postgres chromium screenshot bench
 
 install: $(STAMP)
 
@@ -37,7 +37,7 @@ demo: install
 	$(VENV)/bin/ctx memory search "tabs or spaces?" --pipeline examples/memory-demo.yaml -n ada; \
 	$(VENV)/bin/ctx build examples/memory-demo.yaml --state examples/memory-state.json --runtime memory_namespace=ada'
 
-test: install lint postgres chromium
+test: install lint docs postgres chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-mem0
 
@@ -70,6 +70,11 @@ chromium:
 # The README image: `ctx report` of the demo pipeline, screenshotted in headless Chromium.
 screenshot: install chromium
 	$(PY) tools/chromium.py examples/report-demo.yaml examples/report-state.json docs/img/report.png
+
+# The documentation site from docs/ into site/; --strict fails on any broken link or anchor
+# (not --quiet: it hides the very warnings --strict counts, and the build passes).
+docs: install
+	$(VENV)/bin/mkdocs build --strict -d site
 
 # Pyflakes, syntax and bugbear checks, and types of the core and every plugin package.
 lint: install

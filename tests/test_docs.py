@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -86,3 +88,85 @@ def test_relative_links_resolve(doc: Path) -> None:
     """Every relative link in README.md and docs/*.md points to a file that exists."""
     missing = [t for t in _relative_links(doc) if t and not (doc.parent / t).exists()]
     assert not missing, f"{doc.relative_to(ROOT)}: broken links {missing}"
+
+
+def _nav_pages(entries: object) -> list[str]:
+    """Every page path in an mkdocs ``nav`` value (lists of ``{title: path-or-list}`` or bare paths)."""
+    if isinstance(entries, str):
+        return [entries]
+    if isinstance(entries, list):
+        return [page for entry in entries for page in _nav_pages(entry)]
+    if isinstance(entries, dict):
+        return [page for value in entries.values() for page in _nav_pages(value)]
+    return []
+
+
+def _site_pages() -> set[str]:
+    """Markdown pages of the site: docs/**/*.md except docs/tutorial/ (the tutorial's code, not pages)."""
+    return {
+        p.relative_to(DOCS).as_posix()
+        for p in DOCS.rglob("*.md")
+        if p.relative_to(DOCS).parts[0] != "tutorial"
+    }
+
+
+def test_every_page_is_in_the_site_nav() -> None:
+    """Every docs/**/*.md page is listed in mkdocs.yml's nav, and every nav entry exists (add new pages to nav)."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    nav = _nav_pages(config["nav"])
+    assert len(nav) == len(set(nav)), "a page is listed twice in mkdocs.yml nav"
+    missing = sorted(_site_pages() - set(nav))
+    assert not missing, f"add these pages to nav in mkdocs.yml: {missing}"
+    unknown = sorted(set(nav) - _site_pages())
+    assert not unknown, f"mkdocs.yml nav lists pages that do not exist: {unknown}"
+
+
+def test_api_reference_covers_the_public_modules() -> None:
+    """docs/api/ has a mkdocstrings page (a '::: module' line) for each public core module."""
+    documented = {
+        line[4:].strip()
+        for page in (DOCS / "api").glob("*.md")
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if line.startswith("::: ")
+    }
+    public = {"ctxcore"} | {
+        f"ctxcore.{p.stem}" for p in (ROOT / "ctxcore").glob("*.py")
+        if p.stem in {"builder", "pipeline", "messages", "report", "budget", "transactions", "render",
+                      "target", "memory", "checkpoints", "protocols", "errors"}
+    } | {"ctxcore.testing", "ctxcore.testing.contracts"}
+    assert public <= documented, f"no API page for {sorted(public - documented)}"
+
+
+class TestStrictSiteBuild:
+    """mkdocs.yml's validation turns broken links and anchors into warnings, which --strict makes fatal."""
+
+    def _build(self, tmp_path: Path, link: str) -> subprocess.CompletedProcess[str]:
+        """Build a two-page site that inherits the repository's mkdocs.yml; index.md links with ``link``."""
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        (docs / "index.md").write_text(f"# Home\n\nSee [the other page]({link}).\n", encoding="utf-8")
+        (docs / "other.md").write_text("# Other\n\n## A section\n\nText.\n", encoding="utf-8")
+        (tmp_path / "mkdocs.yml").write_text(
+            f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: docs\nnav: [index.md, other.md]\nplugins: [search]\n",
+            encoding="utf-8",
+        )
+        mkdocs = Path(sys.executable).with_name("mkdocs")
+        return subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+
+    def test_good_link_builds(self, tmp_path: Path) -> None:
+        """A link to an existing page and heading builds (guards the two tests below)."""
+        done = self._build(tmp_path, "other.md#a-section")
+        assert done.returncode == 0, done.stderr
+
+    def test_broken_anchor_fails(self, tmp_path: Path) -> None:
+        """A link to a heading that does not exist fails the strict build."""
+        done = self._build(tmp_path, "other.md#no-such-section")
+        assert done.returncode != 0 and "does not contain an anchor '#no-such-section'" in done.stderr
+
+    def test_broken_link_fails(self, tmp_path: Path) -> None:
+        """A link to a page that does not exist fails the strict build."""
+        done = self._build(tmp_path, "missing.md")
+        assert done.returncode != 0 and "'missing.md'" in done.stderr
