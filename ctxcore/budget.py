@@ -1,8 +1,8 @@
 """Token budgets, the per-message count cache, and the context filters run in.
 
 The count cache is why a build's cost follows what is kept: a message is
-tokenized at most once per counter (keyed by counter identity and content
-fingerprint), and the cache lives on the builder, so it survives across builds
+tokenized at most once per counter (keyed by counter identity and what the
+model reads of the message, see :func:`count_key`), and the cache lives on the builder, so it survives across builds
 of one conversation (a pipeline keeps its builder). Builders may also share one
 :class:`CountCache`.
 """
@@ -20,7 +20,7 @@ from ctxcore.protocols import TokenCounter
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.report import BuildReport
 
-__all__ = ["ModelBudget", "CountCache", "CachedCounter", "FilterContext", "counter_identity"]
+__all__ = ["ModelBudget", "CountCache", "CachedCounter", "FilterContext", "counter_identity", "count_key"]
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,29 @@ def counter_identity(counter: Any) -> str:
     return f"{kind.__module__}.{kind.__qualname__}:{getattr(counter, 'name', '')}"
 
 
+def count_key(message: Message) -> tuple[Any, ...]:
+    """What a counter reads of ``message``, as an exact, hashable cache key.
+
+    For text (or empty) content the key is the tuple of the strings themselves:
+    role, content, name, tool_call_id and each call's id, name and arguments.
+    Python caches a string's hash on the string, and equal keys built from the
+    same strings compare by pointer, so keying costs a tuple, not a pass over
+    the text (a content digest costs about a tenth of tokenizing it, which a
+    full count of fresh messages would pay on top of the tokenizer). Block
+    content (images, files) falls back to :attr:`Message.fingerprint`. The
+    cache holds references to these strings, not copies: they are the
+    history's own strings, kept alive at most until evicted.
+    """
+    content = message.content
+    if content is None or isinstance(content, str):
+        calls = message.tool_calls
+        return (message.role, content, message.name, message.tool_call_id,
+                tuple((c.id, c.name, c.arguments) for c in calls) if calls else ())
+    return ("#fingerprint", message.fingerprint)
+
+
 class CountCache:
-    """A bounded LRU of message counts keyed by (counter identity, content fingerprint).
+    """A bounded LRU of message counts keyed by (counter identity, :func:`count_key`).
 
     One cache may serve several counters and several builders: the counter's
     identity is part of every key, so counts of different tokenizers never mix.
@@ -73,21 +94,21 @@ class CountCache:
         if max_entries <= 0:
             raise ValueError("max_entries must be positive")
         self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, Any], int] = OrderedDict()
         self.evictions = 0
 
-    def get(self, key: tuple[str, str]) -> int | None:
+    def get(self, key: tuple[str, Any]) -> int | None:
         """The cached count for ``key`` (marked as recently used), or ``None``."""
         value = self._entries.get(key)
         if value is not None:
             self._entries.move_to_end(key)
         return value
 
-    def peek(self, key: tuple[str, str]) -> int | None:
+    def peek(self, key: tuple[str, Any]) -> int | None:
         """The cached count for ``key`` without touching its recency."""
         return self._entries.get(key)
 
-    def put(self, key: tuple[str, str], value: int) -> None:
+    def put(self, key: tuple[str, Any], value: int) -> None:
         """Store a count, evicting the least recently used entry past ``max_entries``."""
         self._entries[key] = value
         self._entries.move_to_end(key)
@@ -105,8 +126,8 @@ class CachedCounter:
     Every counter gets this for free: the builder wraps whatever counter it is
     given. The contract this relies on: ``count_messages(ms) ==
     sum(count_message(m)) + count_messages([])`` (the reply priming). Keys are
-    the counter's identity plus the message's content fingerprint, so two
-    messages with the same text and role share one count. By default the
+    the counter's identity plus :func:`count_key` (what the model reads), so
+    two messages with the same text and role share one count. By default the
     wrapper owns a private :class:`CountCache` bounded by ``max_entries``; pass
     ``cache=`` to share one cache between builders (for example one per
     process). ``hits`` and ``misses`` count this wrapper's lookups.
@@ -133,7 +154,7 @@ class CachedCounter:
 
     def count_message(self, message: Message) -> int:
         """Tokens of ``message``, from the cache when its content was seen before."""
-        key = (self.identity, message.fingerprint)
+        key = (self.identity, count_key(message))
         cached = self.cache.get(key)
         if cached is not None:
             self.hits += 1
@@ -166,7 +187,7 @@ class CachedCounter:
 
     def peek(self, message: Message) -> int | None:
         """The cached count of ``message`` if known, without counting it."""
-        return self.cache.peek((self.identity, message.fingerprint))
+        return self.cache.peek((self.identity, count_key(message)))
 
 
 @dataclass

@@ -193,7 +193,7 @@ class BuildReport:
     @property
     def removed_count(self) -> int:
         """Input messages not in the output (dropped or compressed), read without counting their tokens."""
-        pending = sum(len(batch) for batch, _ in self._dropped)
+        pending = sum(entry.count() if isinstance(entry, _FilteredOut) else len(entry[0]) for entry in self._dropped)
         return pending + sum(1 for r in self._records if r.fate in ("dropped", "compressed"))
 
     @property
@@ -243,6 +243,13 @@ class _FilteredOut:
     before: Sequence[Message]
     kept_ids: set[str]
     by: str
+
+    def count(self) -> int:
+        """How many messages were dropped, in O(kept) when the input knows its ids (a lazy sequence)."""
+        has_id = getattr(self.before, "has_id", None)
+        if has_id is None:
+            has_id = {m.id for m in structure_of(self.before)}.__contains__
+        return len(self.before) - sum(1 for i in self.kept_ids if has_id(i))
 
     def dropped(self) -> tuple[list[Message], str]:
         kept = self.kept_ids

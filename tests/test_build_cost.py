@@ -173,7 +173,9 @@ def outcome(builder: ContextBuilder, history: list[Any]) -> Any:
         built: BuiltContext = builder.build({"messages": history})
     except CtxError as exc:
         return type(exc).__name__, str(exc)
+    removed = built.report.removed_count  # before the records exist: read from the recorded ranges
     report = built.report.to_dict()
+    assert removed == sum(1 for r in built.report.records if r.fate in ("dropped", "compressed"))
     report.pop("timings")
     report.pop("cache")
     return [m.model_dump() for m in built.messages], report

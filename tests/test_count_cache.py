@@ -106,3 +106,48 @@ def test_lru_is_bounded_and_exact(texts: list[str], bound: int) -> None:
         assert cached.count_message(message) == direct.count_message(message)
         assert len(cached.cache) <= bound
     assert cached.hits + cached.misses == 2 * len(texts)
+
+
+def _tool_message(draw_calls: list[tuple[str, str, str]], content: str | None) -> Any:
+    from ctxcore.messages import Message, ToolCall
+
+    return Message(role="assistant", content=content, tool_calls=tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in draw_calls))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    a=st.tuples(st.sampled_from(["user", "assistant"]), st.one_of(st.none(), st.text(max_size=12)),
+                st.lists(st.tuples(st.text(min_size=1, max_size=3), st.text(min_size=1, max_size=3), st.text(max_size=4)), max_size=2)),
+    b=st.tuples(st.sampled_from(["user", "assistant"]), st.one_of(st.none(), st.text(max_size=12)),
+                st.lists(st.tuples(st.text(min_size=1, max_size=3), st.text(min_size=1, max_size=3), st.text(max_size=4)), max_size=2)),
+)
+def test_count_key_equal_exactly_when_the_model_reads_the_same(a: tuple[str, str | None, list[Any]], b: tuple[str, str | None, list[Any]]) -> None:
+    """Two messages share a cached count exactly when they share a fingerprint (what the model reads)."""
+    from ctxcore.budget import count_key
+    from ctxcore.messages import Message
+
+    def make(spec: tuple[str, str | None, list[Any]]) -> Message:
+        role, content, calls = spec
+        if role == "assistant" and calls:
+            return _tool_message(calls, content)
+        return Message(role=role, content=content if content is not None else ("" if role == "user" else None))
+
+    x, y = make(a), make(b)
+    assert (count_key(x) == count_key(y)) == (x.fingerprint == y.fingerprint)
+
+
+def test_counting_text_messages_never_digests_them() -> None:
+    """The cache key of a text message is its strings (hash cached by Python), not a digest of the text:
+    a full count of fresh messages costs the tokenizer, not the tokenizer plus a hash pass."""
+    from ctxcore.budget import count_key
+
+    messages = [human(f"question {i} " * 50) for i in range(50)] + [ai("answer")]
+    cached = CachedCounter(TiktokenCounter("cl100k_base"))
+    cached.count_messages(messages)
+    assert all("fingerprint" not in m.__dict__ for m in messages)
+    again = [human(f"question {i} " * 50) for i in range(50)]  # new objects, same content: served from the cache
+    before = cached.misses
+    cached.count_messages(again)
+    assert cached.misses == before
+    changed = messages[0].model_copy(update={"content": "something else"})
+    assert count_key(changed) != count_key(messages[0])
