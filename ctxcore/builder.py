@@ -150,6 +150,7 @@ class ContextBuilder:
         # step id -> {id(stored message): (stored, copy with source set)}, kept across builds
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
         self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
+        self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
 
     # --------------------------------------------------------------- presets
     # Thin entry points; the logic (and the parameters) live in ctxcore.presets.
@@ -207,7 +208,7 @@ class ContextBuilder:
                 self._component_failed(step, "provider", exc, report, started)
                 continue
             parts.append(self._stamp(step, produced, report, started))
-        return self._finish(MessageChain(parts), state, runtime, report)
+        return self._finish(self._chain(parts), state, runtime, report)
 
     async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Like :meth:`build`, awaiting providers' ``aget_messages`` concurrently."""
@@ -233,7 +234,7 @@ class ContextBuilder:
                 self._component_failed(step, "provider", produced, report, started)
                 continue
             parts.append(self._stamp(step, produced, report, started))
-        return self._finish(MessageChain(parts), state, runtime, report)
+        return self._finish(self._chain(parts), state, runtime, report)
 
     def transform(self, messages: Iterable[Message | Mapping[str, Any]], runtime: Mapping[str, Any] | None = None) -> list[Message]:
         """Run only the filters over ``messages`` (Messages or OpenAI dicts)."""
@@ -246,6 +247,12 @@ class ContextBuilder:
         report.warnings.extend(self.warnings)
         report._cache_start = (self.counter.hits, self.counter.misses)
         return report
+
+    def _chain(self, parts: list[Sequence[Message]]) -> MessageChain:
+        """The providers' outputs as one sequence that knows whether it extends the last build's."""
+        chain = MessageChain(parts, previous=self._last_chain)
+        self._last_chain = chain
+        return chain
 
     def _stamp(self, step: Step, produced: Any, report: BuildReport, started: float) -> Sequence[Message]:
         """The provider's messages with ``source`` set to the step id, stamped lazily.

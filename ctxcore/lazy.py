@@ -24,11 +24,28 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
 
 from ctxcore.messages import Message
 
-__all__ = ["LazyMessages", "MessageChain", "PrefixMemo", "structure_of", "is_lazy"]
+__all__ = ["LazyMessages", "MessageChain", "PrefixMemo", "Snapshot", "structure_of", "is_lazy"]
 
 Transform = Callable[[Message], Message]
 Memo = dict[int, tuple[Message, Message]]
 S = TypeVar("S")
+
+
+class Snapshot(list[Message]):
+    """A structure list that may carry a proof that it extends an earlier one.
+
+    ``extends`` is ``(earlier, n)`` when whoever made this list checked that its
+    first ``n`` items are the items of ``earlier`` (a list of length ``n`` that
+    nobody mutates), else ``None``. A :class:`PrefixMemo` that saved
+    ``earlier`` then resumes by pointer identity, without comparing the
+    prefix again: one check by the history provider serves every later walk.
+    """
+
+    __slots__ = ("extends",)
+
+    def __init__(self, items: Iterable[Message] = (), extends: tuple[list[Message], int] | None = None) -> None:
+        super().__init__(items)
+        self.extends = extends
 
 
 class LazyMessages(Sequence[Message]):
@@ -115,13 +132,33 @@ class MessageChain(Sequence[Message]):
 
     __slots__ = ("parts", "structure", "_offsets")
 
-    def __init__(self, parts: Iterable[Sequence[Message]]) -> None:
+    def __init__(self, parts: Iterable[Sequence[Message]], previous: MessageChain | None = None) -> None:
         self.parts = [p for p in parts if len(p)]
-        self.structure: list[Message] = []
+        self.structure: list[Message] = Snapshot(extends=self._extends(previous))
         self._offsets: list[int] = []
         for p in self.parts:
             self._offsets.append(len(self.structure))
             self.structure.extend(structure_of(p))
+
+    def _extends(self, previous: MessageChain | None) -> tuple[list[Message], int] | None:
+        """``(previous.structure, its length)`` when this chain provably extends ``previous``.
+
+        True when every part but the last holds the same messages as the
+        previous chain's part (a small list compared, or the very same list),
+        and the last part is the previous last part or a :class:`Snapshot`
+        proven to extend it.
+        """
+        if previous is None or not self.parts or len(self.parts) != len(previous.parts):
+            return None
+        for mine, theirs in zip(self.parts[:-1], previous.parts[:-1], strict=True):
+            a, b = structure_of(mine), structure_of(theirs)
+            if a is not b and a != b:
+                return None
+        last, before = structure_of(self.parts[-1]), structure_of(previous.parts[-1])
+        proof = getattr(last, "extends", None)
+        if last is before or (proof is not None and proof[0] is before and proof[1] == len(before)):
+            return previous.structure, len(previous.structure)
+        return None
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -200,6 +237,9 @@ class PrefixMemo(Generic[S]):
         n = len(seen)
         if self._state is None or n == 0 or len(items) < n:
             return None, 0
+        proof = getattr(items, "extends", None)
+        if proof is not None and proof[0] is seen and proof[1] == n:
+            return self._state, n  # proven by whoever made ``items``: no comparison
         if items[n - 1] is not seen[-1] or items[0] is not seen[0]:
             return None, 0
         prefix = items if len(items) == n else items[:n]

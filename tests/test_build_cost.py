@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from ctxcore.builder import BuiltContext, ContextBuilder
 from ctxcore.errors import CtxError
-from ctxcore.lazy import LazyMessages, MessageChain, PrefixMemo
+from ctxcore.lazy import LazyMessages, MessageChain, PrefixMemo, Snapshot, structure_of
 from ctxcore.messages import Message, ai, human, system, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -231,3 +231,37 @@ class TestLazyPieces:
         assert memo.resume(items) == (3, 3)
         assert memo.resume(items[:2]) == (None, 0)
         assert memo.resume([items[0], human("x", id="x"), *items[2:]]) == (None, 0)
+
+
+class TestExtensionProofs:
+    """One prefix check (by the history provider) serves every later walk of the build."""
+
+    def test_history_structure_proves_it_extends_the_last_one_only_after_appends(self) -> None:
+        provider = History()
+        items = [human("a", id="a"), ai("b", id="b")]
+        first = structure_of(provider.get_messages({"messages": items}, {}))
+        items.append(human("c", id="c"))
+        second = structure_of(provider.get_messages({"messages": items}, {}))
+        assert isinstance(second, Snapshot) and second.extends == (first, len(first))
+        items[0] = human("edited", id="a")
+        third = structure_of(provider.get_messages({"messages": items}, {}))
+        assert third.extends is None
+
+    def test_chain_extends_previous_only_when_earlier_parts_are_unchanged(self) -> None:
+        sys_a = [system("s", id="s")]
+        old = Snapshot([human("a", id="a")])
+        grown = Snapshot([*old, human("b", id="b")], extends=(old, len(old)))
+        previous = MessageChain([LazyMessages(list(sys_a)), LazyMessages(old)])
+        chain = MessageChain([LazyMessages(list(sys_a)), LazyMessages(grown)], previous=previous)
+        assert chain.structure.extends == (previous.structure, 2)  # type: ignore[attr-defined]
+        other_prompt = MessageChain([LazyMessages([system("t", id="t")]), LazyMessages(grown)], previous=previous)
+        assert other_prompt.structure.extends is None  # type: ignore[attr-defined]
+        unproven = MessageChain([LazyMessages(list(sys_a)), LazyMessages([*old, human("b", id="b")])], previous=previous)
+        assert unproven.structure.extends is None  # type: ignore[attr-defined]
+
+    def test_prefix_memo_trusts_a_proof_and_compares_otherwise(self) -> None:
+        memo: PrefixMemo[int] = PrefixMemo()
+        base = [human(str(k), id=str(k)) for k in range(3)]
+        memo.save(base, 7)
+        assert memo.resume(Snapshot([*base, human("n", id="n")], extends=(base, 3))) == (7, 3)
+        assert memo.resume(Snapshot([*base[:2], human("x", id="x"), human("n", id="n")])) == (None, 0)

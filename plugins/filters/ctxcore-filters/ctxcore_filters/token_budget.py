@@ -74,7 +74,7 @@ class TokenBudget:
         self.pinned_roles = tuple(pinned_roles)
         self.trim_from_start = trim_from_start
         self.on_overflow = on_overflow
-        self._shape: PrefixMemo[tuple[bool, frozenset[int]]] = PrefixMemo()
+        self._shape: PrefixMemo[tuple[int, bool, frozenset[int]]] = PrefixMemo()
 
     def apply(self, messages: Sequence[Message], ctx: FilterContext) -> list[Message]:
         """Return the always-kept part plus the units that fit; overflow if the always-kept part does not."""
@@ -84,7 +84,7 @@ class TokenBudget:
         structure = structure_of(messages)
         if self.trim_from_start:
             start = pinned_prefix_length(structure, self.pinned_roles)
-            if self._uniform(structure[start:]):
+            if self._uniform(structure, start):
                 return self._tail_first(messages, structure, start, budget, ctx)
         counter = ctx.counter
         messages = list(messages)
@@ -116,18 +116,22 @@ class TokenBudget:
             kept.add(unit)
         return messages[:start] + [m for u in sorted(kept, key=_start) for m in u.slice(rest)]
 
-    def _uniform(self, rest: Sequence[Message]) -> bool:
-        """True when no message in ``rest`` is protected and all share one priority (tail-first applies).
+    def _uniform(self, structure: Sequence[Message], start: int) -> bool:
+        """True when no message after ``start`` is protected and all share one priority (tail-first applies).
 
-        Resumes after the part of ``rest`` seen last time when only new messages were appended.
+        Resumes after the part of ``structure`` seen last time when only new
+        messages were appended (and the pinned prefix is as long as then).
         """
-        state, k = self._shape.resume(rest)
-        protected, priorities = state if state is not None else (False, frozenset())
+        state, k = self._shape.resume(structure)
+        if state is not None and state[0] == start and k >= start:
+            _, protected, priorities = state
+        else:
+            protected, priorities, k = False, frozenset(), start
         if not protected:
-            tail = rest[k:] if k else rest
+            tail = structure[k:]
             protected = "protected" in map(_ZONE, tail)
             priorities = priorities.union(map(_PRIORITY, tail))
-        self._shape.save(rest, (protected, priorities))
+        self._shape.save(structure, (start, protected, priorities))
         return not protected and len(priorities) <= 1
 
     def _tail_first(

@@ -34,7 +34,7 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxcore.lazy import LazyMessages
+from ctxcore.lazy import LazyMessages, Snapshot
 from ctxcore.messages import Message, TextBlock, system
 from ctxcore.prompts import get_prompt
 from ctxcore_providers._markers import OPEN_MARKER, has_marker, neutralize_markers, strip_runtime_blocks
@@ -86,6 +86,7 @@ class History:
         # of the dict (so a dict mutated in place is noticed), and its conversion.
         self._seen: list[Any] = []
         self._raw: list[Message] = []
+        self._last: tuple[list[Message], bool] | None = None  # the last structure returned, and whether it began with the semantics note
         self._ids: set[str] = set()
         self._semantic = False  # whether any stored message's derived form carries a semantic_kind
         self._memo: dict[int, tuple[Message, Message]] = {}
@@ -106,12 +107,18 @@ class History:
             items = ()
         if not isinstance(items, (list, tuple)):
             raise ValueError(f"state[{self.state_key!r}] must be a list of messages, not {type(items).__name__}")
-        self._update(items)
-        structure = list(self._raw)  # a snapshot: the next call appends to self._raw
+        extended = self._update(items)
+        note = self._semantics if self._semantic else None
+        semantic = note is not None
+        structure = Snapshot([note] if note is not None else ())  # a snapshot: the next call appends to self._raw
+        structure.extend(self._raw)
         ids: list[set[str] | frozenset[str]] = [self._ids]
-        if self._semantics is not None and self._semantic:
-            structure.insert(0, self._semantics)
-            ids.append(frozenset((self._semantics.id,)))
+        if note is not None:
+            ids.append(frozenset((note.id,)))
+        previous = self._last
+        if extended and previous is not None and previous[1] == semantic:
+            structure.extends = (previous[0], len(previous[0]))  # checked by _update: only appended since
+        self._last = (structure, semantic)
         out: Sequence[Message] = LazyMessages(structure, [(self._derive, self._memo)], ids)
         wm = self.working_memory if self.working_memory is not None else runtime.get("working_memory")
         if wm is not None:
@@ -121,16 +128,19 @@ class History:
                     raise ValueError(f"working_memory.build_view returned a {type(m).__name__} at {i}, not a Message")
         return out
 
-    def _update(self, items: Sequence[Any]) -> None:
-        """Bring the conversion up to date with ``items``: only the new tail when the old items are unchanged."""
+    def _update(self, items: Sequence[Any]) -> bool:
+        """Bring the conversion up to date with ``items``: only the new tail when the old items are unchanged.
+
+        Returns whether the old items were unchanged (the stored messages only grew).
+        """
         seen = self._seen
         n = len(seen)
         prefix = items[:n]
         if n and len(items) >= n and (prefix if isinstance(prefix, list) else list(prefix)) == seen:
-            start = n
+            start, extended = n, True
         else:
             self._rebuild(items)
-            start = len(items)
+            start, extended = len(items), False
         for index in range(start, len(items)):
             item = items[index]
             message = self._convert(index, item)
@@ -138,6 +148,7 @@ class History:
             self._seen.append(item if isinstance(item, Message) else copy.deepcopy(item))
             self._ids.add(message.id)
             self._semantic = self._semantic or self._is_semantic(message)
+        return extended
 
     def _rebuild(self, items: Sequence[Any]) -> None:
         """The list changed under the old items: start over, reusing conversions of equal items."""
