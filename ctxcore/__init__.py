@@ -119,3 +119,9 @@ __all__ = [
     "validate_request",
     "__version__",
 ]
+
+# Library default: ctxcore's log events go to stderr at warning and above, redacted,
+# unless the application configured structlog itself (see docs/logging.md).
+from ctxcore.logging_setup import configure_default_logging as _configure_default_logging  # noqa: E402
+
+_configure_default_logging()

@@ -23,7 +23,7 @@ import json
 import logging
 import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import structlog
 from pydantic import BaseModel
@@ -31,7 +31,7 @@ from structlog.typing import EventDict, Processor, WrappedLogger
 
 from ctxcore.redaction import DEFAULT_REDACTOR, Redactor
 
-__all__ = ["LEVELS", "FORMATS", "configure_logging", "redact_event", "RedactingProcessor"]
+__all__ = ["LEVELS", "FORMATS", "configure_logging", "configure_default_logging", "redact_event", "RedactingProcessor"]
 
 #: level names accepted by :func:`configure_logging` and ``--log-level``.
 LEVELS: dict[str, int] = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
@@ -191,3 +191,32 @@ def configure_logging(
         handler.setLevel(number)
         root.addHandler(handler)
         root.setLevel(number)
+
+
+class _StderrAtWrite:
+    """``sys.stderr`` looked up at every write, so the default set-up follows redirections
+    (``contextlib.redirect_stderr``, pytest's capture) made after ctxcore was imported."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def configure_default_logging() -> bool:
+    """A quiet, redacted default for library users who have not configured structlog.
+
+    structlog's own default prints every event, debug included and unredacted,
+    to stdout: a program that only imports ctxcore would get ``pipeline_loaded``
+    (with the step options, API keys included) mixed into its output. ctxcore
+    therefore calls this on import: when structlog is not configured yet, its
+    events go to stderr at ``warning`` and above, through the redaction chain;
+    the standard library's ``logging`` is left alone. An application that
+    configures structlog (before or after importing ctxcore) or calls
+    :func:`configure_logging` keeps its own set-up. Returns whether it configured.
+    """
+    if structlog.is_configured():
+        return False
+    configure_logging("warning", "console", cast(TextIO, _StderrAtWrite()), stdlib=False)
+    return True

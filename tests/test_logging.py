@@ -296,3 +296,44 @@ def test_error_lines_are_redacted(tmp_path: Path) -> None:
     result = _ctx("build", "--preset", "chat", "--state", f"missing-{ENV_KEY}.json", cwd=tmp_path)
     assert result.returncode == 1 and "error: cannot read state missing-[REDACTED]" in result.stderr
     assert ENV_KEY not in result.stderr
+
+
+LIBRARY_USER = r'''
+import sys
+from ctxcore import Pipeline
+pipeline = Pipeline.from_string("""
+version: 1
+model: {context_window: 4000}
+counter: approximate
+providers: [{type: static_prompt, text: "Deploy with the key sk-LIBCANARY0123456789abcdef"}, history]
+filters: [token_budget]
+""")
+built = pipeline.build({"messages": [{"role": "user", "content": "hello"}]})
+import structlog
+structlog.get_logger("app").warning("app_event", token="ghp_LIBCANARY0123456789abcdefgh")
+print("OUTPUT", len(built.messages))
+'''
+
+
+def test_a_library_user_gets_no_debug_lines_and_redacted_warnings() -> None:
+    """Importing ctxcore without configuring logging: stdout carries only the program's output,
+    ctxcore's debug events (pipeline options with an API key) are not printed, warnings go to stderr redacted."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}  # plugins load as for a user
+    done = subprocess.run([sys.executable, "-c", LIBRARY_USER], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "OUTPUT 2\n"
+    assert "pipeline_loaded" not in done.stderr and "LIBCANARY" not in done.stderr
+    assert "app_event" in done.stderr and "[REDACTED]" in done.stderr
+
+
+def test_an_application_that_configured_structlog_keeps_its_set_up() -> None:
+    """configure_default_logging never overrides a set-up the application made first."""
+    code = (
+        "import structlog, sys\n"
+        "structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stdout))\n"
+        "from ctxcore.logging_setup import configure_default_logging\n"
+        "print(configure_default_logging())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "False"
