@@ -237,7 +237,13 @@ def _is_term_char(char: str) -> bool:
     # Letters, numbers, marks, private-use and unassigned characters: a superset of
     # what FTS5's unicode61 tokenizer keeps inside a token (it separates only at
     # spaces, punctuation, symbols and controls), so no term splits one of its tokens.
-    category = unicodedata.category(char)
+    # The categories come from Unicode 3.2 (unicodedata.ucd_3_2_0), older than the
+    # tables SQLite's tokenizer was built from: a character assigned later (an emoji
+    # such as U+1FAF0) is "unassigned" there, so it stays inside the term, as it
+    # stays inside SQLite's token, instead of splitting "0🫰" into a term "0" that
+    # matches nothing. Each term is a phrase literal FTS5 tokenizes itself, so
+    # keeping too much together is harmless.
+    category = unicodedata.ucd_3_2_0.category(char)
     return category[0] in "LNM" or category in ("Co", "Cn")
 
 
