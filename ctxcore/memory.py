@@ -39,6 +39,7 @@ __all__ = [
     "check_limit",
     "check_metadata",
     "check_query",
+    "check_record",
     "check_retrieve",
     "format_memories",
     "item_id",
@@ -244,6 +245,29 @@ def check_retrieve(
     if options:
         raise TypeError(f"{store} memory store: unknown retrieve option(s) {', '.join(sorted(options))}")
     return text, checked_limit, ns, filters
+
+
+def check_record(store: str, inputs: Any, namespace: str | None, options: dict[str, Any]) -> MemoryItem:
+    """The memory a ``record`` call describes, checked: namespace, text, metadata and id.
+
+    ``options`` are the call's extra keywords; ``metadata`` and ``id`` are the
+    ones the shared contract knows (``id`` replaces that memory; a new id is
+    made when absent), anything else is refused naming ``store``. The item's
+    ``created_at`` is now.
+
+    Raises:
+        ValueError, TypeError: what :func:`memory_text` and :func:`check_metadata`
+            report, an id that is not a string, or an unknown option.
+    """
+    ns = resolve_namespace(namespace)
+    text = memory_text(inputs)
+    metadata = check_metadata(options.pop("metadata", None))
+    memory_id = options.pop("id", None) or new_memory_id()
+    if not isinstance(memory_id, str):
+        raise ValueError(f"id must be a string, got {type(memory_id).__name__}")
+    if options:
+        raise TypeError(f"{store} memory store: unknown record option(s) {', '.join(sorted(options))}")
+    return MemoryItem(id=memory_id, content=text, metadata=metadata, namespace=ns, created_at=utc_now())
 
 
 def item_id(item: Any) -> str:

@@ -38,14 +38,11 @@ from ctxcore.memory import (
     MemoryItem,
     MemoryStoreBase,
     canonical_json,
-    check_metadata,
+    check_record,
     check_retrieve,
     item_id,
-    memory_text,
-    new_memory_id,
     resolve_namespace,
     tokenize,
-    utc_now,
 )
 from ctxcore_postgres.connection import PgConfig, PgDatabase
 
@@ -139,17 +136,10 @@ class PostgresMemoryStore(MemoryStoreBase):
         """Store ``inputs`` as one memory; ``metadata=`` labels it, ``id=`` replaces that memory."""
         from psycopg import sql
 
-        ns = resolve_namespace(namespace)
-        text = memory_text(inputs)
-        metadata = check_metadata(kw.pop("metadata", None))
-        memory_id = kw.pop("id", None) or new_memory_id()
-        if not isinstance(memory_id, str):
-            raise ValueError(f"id must be a string, got {type(memory_id).__name__}")
+        item = check_record("postgres", inputs, namespace, kw)
+        ns, text, metadata, memory_id = item.namespace, item.content, item.metadata, item.id
         if "\x00" in memory_id:
             raise ValueError(f"id {memory_id[:40]!r} holds NUL, which PostgreSQL text cannot store; use another id")
-        if kw:
-            raise TypeError(f"postgres memory store: unknown record option(s) {', '.join(sorted(kw))}")
-        item = MemoryItem(id=memory_id, content=text, metadata=metadata, namespace=ns, created_at=utc_now())
         shown = text.replace("\x00", "\ufffd")
         raw = text.encode("utf-8") if "\x00" in text else None
         meta_json = canonical_json(metadata)

@@ -34,13 +34,10 @@ from ctxcore.memory import (
     MemoryItem,
     MemoryStoreBase,
     canonical_json,
-    check_metadata,
+    check_record,
     check_retrieve,
     item_id,
-    memory_text,
-    new_memory_id,
     resolve_namespace,
-    utc_now,
 )
 
 __all__ = ["SqliteStoreConfig", "SqliteMemoryStore", "SCHEMA_VERSION", "fts5_available"]
@@ -165,15 +162,8 @@ class SqliteMemoryStore(MemoryStoreBase):
     # ------------------------------------------------------------- contract
     def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
         """Store ``inputs`` as one memory; ``metadata=`` labels it, ``id=`` replaces that memory."""
-        ns = resolve_namespace(namespace)
-        text = memory_text(inputs)
-        metadata = check_metadata(kw.pop("metadata", None))
-        memory_id = kw.pop("id", None) or new_memory_id()
-        if not isinstance(memory_id, str):
-            raise ValueError(f"id must be a string, got {type(memory_id).__name__}")
-        if kw:
-            raise TypeError(f"sqlite memory store: unknown record option(s) {', '.join(sorted(kw))}")
-        item = MemoryItem(id=memory_id, content=text, metadata=metadata, namespace=ns, created_at=utc_now())
+        item = check_record("sqlite", inputs, namespace, kw)
+        ns, text, metadata, memory_id = item.namespace, item.content, item.metadata, item.id
         with self._write() as con:
             old = con.execute("SELECT rowid FROM memories WHERE namespace = ? AND id = ?", (ns, memory_id)).fetchone()
             if old is not None:
