@@ -8,7 +8,7 @@ PLUGIN_PROJECTS := $(wildcard plugins/*/*/pyproject.toml examples/*/pyproject.to
 PACKAGES := -e . $(foreach p,$(PLUGIN_PROJECTS),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint docs clean test-mem0 bench-counters postgres chromium screenshot bench
+.PHONY: install demo test lint lint-imports docs clean test-mem0 bench-counters postgres chromium screenshot bench
 
 install: $(STAMP)
 
@@ -76,8 +76,15 @@ screenshot: install chromium
 docs: install
 	$(VENV)/bin/mkdocs build --strict -d site
 
+# The layer contract of pyproject.toml ([tool.importlinter]): imports only downward.
+# It checks the ctxcore package under IMPORTS_ROOT (lint-imports puts its working directory
+# first on sys.path); tests/test_layers.py points it at a copy with a planted wrong-way import.
+IMPORTS_ROOT ?= .
+lint-imports:
+	cd $(IMPORTS_ROOT) && $(abspath $(VENV))/bin/lint-imports $(CURDIR)/pyproject.toml --no-cache
+
 # Pyflakes, syntax and bugbear checks, and types of the core and every plugin package.
-lint: install
+lint: install lint-imports
 	$(VENV)/bin/ruff check --select F,E9,B --target-version py310 --output-format concise ctxcore plugins examples tests bench tools
 	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
 	$(foreach p,$(PLUGIN_PROJECTS),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true

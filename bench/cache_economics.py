@@ -3,7 +3,7 @@
 Replays a coding-agent transcript (``bench/workload.py``) call by call — a call
 before every assistant message, a turn from a user message through the final
 assistant message — with a 32,000-token input budget and exact cl100k counts,
-and measures every request with :mod:`ctxcore.replay` (the same cached-prefix
+and measures every request with :mod:`ctxcore.tools.replay` (the same cached-prefix
 metric for both sides):
 
 - ctxcore: ``static_prompt`` + ``history``, filtered by ``compaction`` (its
@@ -36,9 +36,9 @@ from report_table import markers, write_section  # noqa: E402
 from workload import coding_agent_transcript  # noqa: E402
 
 from ctxcore import Pipeline  # noqa: E402
-from ctxcore.budget import CachedCounter  # noqa: E402
-from ctxcore.messages import Message  # noqa: E402
-from ctxcore.replay import ReplayResult, RequestStats, builder_requests, replay_requests  # noqa: E402
+from ctxcore.engine.budget import CachedCounter  # noqa: E402
+from ctxcore.model.messages import Message  # noqa: E402
+from ctxcore.tools.replay import ReplayResult, RequestStats, builder_requests, replay_requests  # noqa: E402
 
 SYSTEM = "You are a careful coding agent. Read files before editing them, run the tests after every change."
 MARK_START, MARK_END = markers("cache")
@@ -182,7 +182,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"transcript ({ctx['calls']} model calls in {ctx['turns']} turns), {data['budget']:,}-token input budget, "
         f"exact cl100k counts; cost at ${data['price_per_mtok']}/M input tokens with cached tokens at "
         f"{data['cached_discount']:.0%} of the price; cached = tokens of the leading messages identical to the "
-        "previous request's (ctxcore.replay).",
+        "previous request's (ctxcore.tools.replay).",
         "",
         "| | total input tokens | cached share | cost | mean fill | requests over budget |",
         "|---|---:|---:|---:|---:|---:|",

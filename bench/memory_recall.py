@@ -1,4 +1,4 @@
-"""Recall of the memory stores on the labelled set in ctxcore.testing.memory_recall.
+"""Recall of the memory stores on the labelled set in ctxcore.testing.harness.memory_recall.
 
     .venv/bin/python bench/memory_recall.py [--store json --store sqlite ...] [--pg-dsn DSN]
 
@@ -10,7 +10,7 @@ can be measured by name; pass its options as JSON with
 --options NAME='{"...": "..."}'.
 
 The default stores are json, sqlite and postgres. postgres uses --pg-dsn, else
-CTXCORE_TEST_PG_DSN, else a throwaway cluster (ctxcore.testing.postgres) when
+CTXCORE_TEST_PG_DSN, else a throwaway cluster (ctxcore.testing.harness.postgres) when
 PostgreSQL is installed; without any of them its row is left out with a note.
 """
 
@@ -28,8 +28,8 @@ from typing import Any, Iterator
 from rich.console import Console
 from rich.table import Table
 
-from ctxcore.plugins import PluginHost
-from ctxcore.testing.memory_recall import RECALL_MEMORIES, RECALL_QUERIES, recall_at_k
+from ctxcore.plugins.host import PluginHost
+from ctxcore.testing.harness.memory_recall import RECALL_MEMORIES, RECALL_QUERIES, recall_at_k
 
 KS = (1, 3, 5)
 
@@ -48,7 +48,7 @@ def _postgres_dsn(given: str | None) -> Iterator[str | None]:
         yield dsn
         return
     try:
-        from ctxcore.testing.postgres import PostgresUnavailable, throwaway_cluster
+        from ctxcore.testing.harness.postgres import PostgresUnavailable, throwaway_cluster
     except ImportError as exc:  # pytest missing: no throwaway cluster helper
         Console(stderr=True).print(f"postgres skipped: {exc}")
         yield None

@@ -60,11 +60,11 @@ from report_table import markdown_table, write_section  # noqa: E402
 from workload import as_messages, coding_agent_transcript  # noqa: E402
 
 from ctxcore import CachedCounter, Pipeline  # noqa: E402
-from ctxcore.builder import BuiltContext  # noqa: E402
+from ctxcore.engine.builder import BuiltContext  # noqa: E402
 from ctxcore.errors import InvalidHistory  # noqa: E402
-from ctxcore.messages import Message  # noqa: E402
+from ctxcore.model.messages import Message  # noqa: E402
 from ctxcore.testing import fresh_host  # noqa: E402
-from ctxcore.transactions import check_tool_pairing  # noqa: E402
+from ctxcore.model.transactions import check_tool_pairing  # noqa: E402
 
 __all__ = ["Config", "Target", "Results", "run", "render", "main", "SYSTEM_PROMPT", "SECTION"]
 

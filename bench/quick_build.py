@@ -19,7 +19,7 @@ import ctxcore_filters.plugin
 import ctxcore_providers.plugin
 
 from ctxcore import Pipeline
-from ctxcore.messages import Message
+from ctxcore.model.messages import Message
 from ctxcore.testing import fresh_host
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

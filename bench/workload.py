@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ctxcore.messages import Message
+from ctxcore.model.messages import Message
 
 __all__ = ["coding_agent_transcript", "as_messages", "source_files"]
 

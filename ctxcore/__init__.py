@@ -6,9 +6,9 @@ what each component added, dropped and cost. Plugins register components
 through the ``ctxcore`` entry-point group; YAML pipelines compose them by name.
 """
 
-from ctxcore.budget import CachedCounter, CountCache, FilterContext, ModelBudget
-from ctxcore.builder import BuiltContext, ContextBuilder, Step
-from ctxcore.counting import MessageCounter
+from ctxcore.engine.budget import CachedCounter, CountCache, FilterContext, ModelBudget
+from ctxcore.engine.builder import BuiltContext, ContextBuilder, Step
+from ctxcore.engine.counting import MessageCounter
 from ctxcore.errors import (
     BudgetExceeded,
     CheckpointCorrupt,
@@ -19,11 +19,16 @@ from ctxcore.errors import (
     InvalidHistory,
     MemoryCorrupt,
     PluginError,
+    ScaffoldError,
     StaleWrite,
+    TranscriptError,
+    UnknownComponent,
+    ComponentConflict,
+    UnstorableState,
 )
-from ctxcore.hookspecs import hookimpl
-from ctxcore.message_store import StateMessageStore
-from ctxcore.messages import (
+from ctxcore.plugins.hookspecs import hookimpl
+from ctxcore.runtime.message_store import StateMessageStore
+from ctxcore.model.messages import (
     ContentBlock,
     FileBlock,
     ImageBlock,
@@ -35,17 +40,18 @@ from ctxcore.messages import (
     system,
     tool,
 )
-from ctxcore.memory import MemoryItem, MemoryService
-from ctxcore.memory_tools import create_memory_tools
-from ctxcore.pipeline import Pipeline, PipelineSpec
-from ctxcore.presets import PromptRuntimeContext
-from ctxcore.plugins import PluginHost, PluginInfo
-from ctxcore.protocols import Checkpointer, Filter, MemoryStore, Provider, Summarizer, TokenCounter
-from ctxcore.registry import Component, Registry
+from ctxcore.model.memory_item import MemoryItem
+from ctxcore.runtime.memory_service import MemoryService
+from ctxcore.runtime.memory_tools import create_memory_tools
+from ctxcore.pipeline.spec import Pipeline, PipelineSpec
+from ctxcore.pipeline.presets import PromptRuntimeContext
+from ctxcore.plugins.host import PluginHost, PluginInfo
+from ctxcore.engine.protocols import Checkpointer, Filter, MemoryStore, Provider, Summarizer, TokenCounter
+from ctxcore.plugins.registry import Component, Registry
 from ctxcore.render import to_anthropic, to_openai, validate_request
-from ctxcore.report import BuildReport, MessageRecord
-from ctxcore.target import TargetSpec
-from ctxcore.transactions import (
+from ctxcore.engine.report import BuildReport, MessageRecord
+from ctxcore.render.target import TargetSpec
+from ctxcore.model.transactions import (
     LegalStart,
     SanitizeResult,
     Unit,
@@ -58,6 +64,11 @@ from ctxcore.transactions import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "UnstorableState",
+    "ComponentConflict",
+    "UnknownComponent",
+    "TranscriptError",
+    "ScaffoldError",
     "BudgetExceeded",
     "BuildReport",
     "BuiltContext",
@@ -122,6 +133,6 @@ __all__ = [
 
 # Library default: ctxcore's log events go to stderr at warning and above, redacted,
 # unless the application configured structlog itself (see docs/logging.md).
-from ctxcore.logging_setup import configure_default_logging as _configure_default_logging  # noqa: E402
+from ctxcore.runtime.logging_setup import configure_default_logging as _configure_default_logging  # noqa: E402
 
 _configure_default_logging()

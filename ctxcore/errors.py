@@ -1,16 +1,17 @@
 """The ctxcore exception hierarchy.
 
-Kept in its own small module so that code which only needs to catch an error
-never imports the builder or the pipeline loader.
+Kept in its own small module, at the bottom of the layers (it imports nothing
+of ctxcore), so that code which only needs to catch an error never imports the
+builder or the pipeline loader. Every exception ctxcore raises on purpose
+derives from :class:`CtxError`; where a built-in base is what callers already
+catch (``LookupError`` for registry look-ups, ``ValueError`` for bad values),
+the error derives from both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ctxcore.report import BuildReport
+from typing import Any, Sequence
 
 __all__ = [
     "CtxError",
@@ -23,6 +24,11 @@ __all__ = [
     "CheckpointCorrupt",
     "MemoryCorrupt",
     "StaleWrite",
+    "UnknownComponent",
+    "ComponentConflict",
+    "UnstorableState",
+    "TranscriptError",
+    "ScaffoldError",
 ]
 
 
@@ -90,10 +96,12 @@ class ComponentError(CtxError):
 class BudgetExceeded(CtxError):
     """The protected part of the context alone does not fit the token budget.
 
-    Carries the build report so the caller can see what took the space.
+    Carries the build report (a :class:`ctxcore.engine.report.BuildReport`, typed
+    ``Any`` here so this module imports nothing above it) so the caller can see
+    what took the space.
     """
 
-    def __init__(self, message: str, *, budget: int, required: int, report: BuildReport | Any = None) -> None:
+    def __init__(self, message: str, *, budget: int, required: int, report: Any = None) -> None:
         self.budget = budget
         self.required = required
         self.report = report
@@ -118,3 +126,33 @@ class MemoryCorrupt(CtxError):
 
 class StaleWrite(CtxError):
     """A checkpoint step is not newer than the latest stored step of its thread."""
+
+
+class UnknownComponent(CtxError, LookupError):
+    """No component of that kind has that name; ``suggestions`` holds close names."""
+
+    def __init__(self, kind: str, name: str, suggestions: list[str]) -> None:
+        self.kind, self.name, self.suggestions = kind, name, suggestions
+        hint = f" — did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}")
+
+
+class ComponentConflict(PluginError, LookupError):
+    """Two plugins registered the same (kind, name); the qualified form picks one."""
+
+    def __init__(self, kind: str, name: str, plugins: list[str]) -> None:
+        self.kind, self.name, self.plugins = kind, name, plugins
+        choices = " or ".join(f"'{p}:{name}'" for p in plugins)
+        super().__init__(f"{kind} {name!r} is registered by {', '.join(plugins)}; write {choices} to choose")
+
+
+class UnstorableState(CtxError, ValueError):
+    """A value passed to ``save_checkpoint`` cannot be stored as exact JSON; nothing was written."""
+
+
+class TranscriptError(CtxError):
+    """A recorded session cannot be replayed; names the source, the message index and the fix."""
+
+
+class ScaffoldError(CtxError, ValueError):
+    """The plugin cannot be scaffolded (bad name, existing directory); the message says how to fix it."""

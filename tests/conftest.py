@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxcore.plugins import reset_default_host
+from ctxcore.plugins.host import reset_default_host
 from ctxcore.testing import fresh_host
 
 

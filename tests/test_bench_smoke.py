@@ -27,7 +27,7 @@ from langchain_side import ExactCl100kCounter, to_langchain  # noqa: E402
 from report_table import markers, replace_section, write_section  # noqa: E402
 from workload import as_messages, coding_agent_transcript  # noqa: E402
 
-from ctxcore.messages import Message  # noqa: E402
+from ctxcore.model.messages import Message  # noqa: E402
 
 
 @pytest.fixture(scope="module")

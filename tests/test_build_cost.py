@@ -20,10 +20,10 @@ from ctxcore_providers import History, StaticPrompt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore.builder import BuiltContext, ContextBuilder
+from ctxcore.engine.builder import BuiltContext, ContextBuilder
 from ctxcore.errors import CtxError
-from ctxcore.lazy import LazyMessages, MessageChain, PrefixMemo, Snapshot, structure_of
-from ctxcore.messages import Message, ai, human, system, tool
+from ctxcore.engine.lazy import LazyMessages, MessageChain, PrefixMemo, Snapshot, structure_of
+from ctxcore.model.messages import Message, ai, human, system, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from workload import as_messages, coding_agent_transcript  # noqa: E402

@@ -1,4 +1,4 @@
-"""Tests for ctxcore.builder: provider order, failures, reports, hooks and async builds."""
+"""Tests for ctxcore.engine.builder: provider order, failures, reports, hooks and async builds."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from ctxcore_filters import MaxMessages, TokenBudget
 from ctxcore_providers import History, StaticPrompt
 
 from ctxcore import hookimpl
-from ctxcore.builder import ContextBuilder, Step
+from ctxcore.engine.builder import ContextBuilder, Step
 from ctxcore.errors import BudgetExceeded, ComponentError, CtxError, InvalidHistory
-from ctxcore.messages import ai, human, tool
+from ctxcore.model.messages import ai, human, tool
 from ctxcore.testing import fresh_host
 
 

@@ -6,13 +6,13 @@ import pytest
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import MaxMessages, TokenBudget
 
-from ctxcore.budget import CachedCounter, ModelBudget
-from ctxcore.builder import ContextBuilder
+from ctxcore.engine.budget import CachedCounter, ModelBudget
+from ctxcore.engine.builder import ContextBuilder
 from ctxcore.errors import ConfigError, InvalidHistory
-from ctxcore.messages import Message, ai, human, system, tool
-from ctxcore.pipeline import Pipeline
+from ctxcore.model.messages import Message, ai, human, system, tool
+from ctxcore.pipeline.spec import Pipeline
 from ctxcore.render import validate_request
-from ctxcore.target import TargetSpec
+from ctxcore.render.target import TargetSpec
 
 
 class Fixed:

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from ctxcore.messages import Message
-from ctxcore.transactions import check_tool_pairing
+from ctxcore.model.messages import Message
+from ctxcore.model.transactions import check_tool_pairing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "coding-agent.yaml"
@@ -25,7 +25,7 @@ def ctx(*args: str, env: dict[str, str] | None = None, stdin: str | None = None)
     """Run `ctx` in a clean environment (autoload on, no CTXCORE_* overrides)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
     return subprocess.run(
-        [sys.executable, "-m", "ctxcore.cli", *args],
+        [sys.executable, "-m", "ctxcore", *args],
         capture_output=True, text=True, env={**base, **(env or {})}, input=stdin, timeout=120, cwd=ROOT,
     )
 

@@ -25,7 +25,7 @@ def ctx(*args: str, cwd: pathlib.Path = ROOT, timeout: float = 120) -> subproces
     """Run `ctx` in a clean environment (no CTXCORE_* overrides)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
     return subprocess.run(
-        [sys.executable, "-m", "ctxcore.cli", *args],
+        [sys.executable, "-m", "ctxcore", *args],
         capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd,
     )
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 def ctx(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
     """Run `ctx` with plugin autoload on."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
-    return subprocess.run([sys.executable, "-m", "ctxcore.cli", *args], capture_output=True, text=True, env=env, timeout=120, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "ctxcore", *args], capture_output=True, text=True, env=env, timeout=120, cwd=cwd)
 
 
 @pytest.fixture(params=["sqlite", "jsonl"])

@@ -13,7 +13,7 @@ from ctxcore_counters import ApproximateCounter, TiktokenCounter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxcore.cli_counters import chunks, resolve_counter
+from ctxcore.cli.counters import chunks, resolve_counter
 from ctxcore.testing import fresh_host
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.integration
 def ctx(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run `ctx` in a clean environment (autoload on, no CTXCORE_* overrides)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
-    return subprocess.run([sys.executable, "-m", "ctxcore.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ctxcore", *args], capture_output=True, text=True,
                           env=env, input=stdin, timeout=120, cwd=ROOT)
 
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ctxcore.cli_explain import budget_rows, decisions
-from ctxcore.report import BuildReport, MessageRecord
+from ctxcore.cli.explain import budget_rows, decisions
+from ctxcore.engine.report import BuildReport, MessageRecord
 
 from tests.test_cli import ROOT, STATE, ctx
 

@@ -15,12 +15,12 @@ import jsonschema
 import pytest
 import yaml
 
-from ctxcore.cli_init import MODELINE
+from ctxcore.cli.init import MODELINE
 
 
 def _ctx(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
-    return subprocess.run([sys.executable, "-m", "ctxcore.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "ctxcore", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("preset", ["chat", "react", "skill", "agent"])
@@ -31,7 +31,7 @@ def test_init_then_build(tmp_path: Path, preset: str) -> None:
     project = tmp_path / "project"
     text = (project / "ctxcore.yaml").read_text(encoding="utf-8")
     assert text.splitlines()[0] == MODELINE
-    schema = json.loads((project / "ctxcore.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((project / "ctxcore.pipeline.schema.json").read_text(encoding="utf-8"))
     assert not list(jsonschema.Draft202012Validator(schema).iter_errors(yaml.safe_load(text)))
 
     built = _ctx("build", "ctxcore.yaml", "--state", "state.json", cwd=project)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxcore.messages import human
+from ctxcore.model.messages import human
 from ctxcore.testing.contracts import FilterContract, ProviderContract
 
 

@@ -11,9 +11,9 @@ from ctxcore_providers import History
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxcore.budget import CachedCounter, CountCache, counter_identity
-from ctxcore.builder import ContextBuilder, Step
-from ctxcore.messages import ai, human
+from ctxcore.engine.budget import CachedCounter, CountCache, counter_identity
+from ctxcore.engine.builder import ContextBuilder, Step
+from ctxcore.model.messages import ai, human
 
 
 def _conversation(n: int) -> list[dict[str, Any]]:
@@ -109,7 +109,7 @@ def test_lru_is_bounded_and_exact(texts: list[str], bound: int) -> None:
 
 
 def _tool_message(draw_calls: list[tuple[str, str, str]], content: str | None) -> Any:
-    from ctxcore.messages import Message, ToolCall
+    from ctxcore.model.messages import Message, ToolCall
 
     return Message(role="assistant", content=content, tool_calls=tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in draw_calls))
 
@@ -123,8 +123,8 @@ def _tool_message(draw_calls: list[tuple[str, str, str]], content: str | None) -
 )
 def test_count_key_equal_exactly_when_the_model_reads_the_same(a: tuple[str, str | None, list[Any]], b: tuple[str, str | None, list[Any]]) -> None:
     """Two messages share a cached count exactly when they share a fingerprint (what the model reads)."""
-    from ctxcore.budget import count_key
-    from ctxcore.messages import Message
+    from ctxcore.engine.budget import count_key
+    from ctxcore.model.messages import Message
 
     def make(spec: tuple[str, str | None, list[Any]]) -> Message:
         role, content, calls = spec
@@ -139,7 +139,7 @@ def test_count_key_equal_exactly_when_the_model_reads_the_same(a: tuple[str, str
 def test_counting_text_messages_never_digests_them() -> None:
     """The cache key of a text message is its strings (hash cached by Python), not a digest of the text:
     a full count of fresh messages costs the tokenizer, not the tokenizer plus a hash pass."""
-    from ctxcore.budget import count_key
+    from ctxcore.engine.budget import count_key
 
     messages = [human(f"question {i} " * 50) for i in range(50)] + [ai("answer")]
     cached = CachedCounter(TiktokenCounter("cl100k_base"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
-from ctxcore import hookspecs
+from ctxcore.plugins import hookspecs
 from ctxcore.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,12 +1,12 @@
-"""Tests for sanitize_tool_call_history and legal_start (ctxcore.transactions)."""
+"""Tests for sanitize_tool_call_history and legal_start (ctxcore.model.transactions)."""
 
 from __future__ import annotations
 
 import pytest
 
 from ctxcore.errors import InvalidHistory
-from ctxcore.messages import Message, ToolCall, ai, human, system, tool
-from ctxcore.transactions import INTERRUPTED_RESULT, check_tool_pairing, legal_start, sanitize_tool_call_history
+from ctxcore.model.messages import Message, ToolCall, ai, human, system, tool
+from ctxcore.model.transactions import INTERRUPTED_RESULT, check_tool_pairing, legal_start, sanitize_tool_call_history
 
 
 def call(*ids: str, name: str = "read_file") -> Message:

@@ -10,10 +10,11 @@ import click
 from click.testing import CliRunner
 from pydantic import BaseModel
 
-from ctxcore import hookimpl, hookspecs
-from ctxcore.builder import Step
-from ctxcore.messages import human
-from ctxcore.pipeline import Pipeline
+from ctxcore import hookimpl
+from ctxcore.plugins import hookspecs
+from ctxcore.engine.builder import Step
+from ctxcore.model.messages import human
+from ctxcore.pipeline.spec import Pipeline
 from ctxcore.testing import fresh_host
 
 
@@ -113,7 +114,7 @@ def test_hook_register_memory_stores() -> None:
 
 def test_hook_register_presets(tmp_path) -> None:
     """A registered preset is listed and builds like the pipeline file it names."""
-    from ctxcore.presets import available_presets, preset_pipeline, preset_text
+    from ctxcore.pipeline.presets import available_presets, preset_pipeline, preset_text
 
     path = tmp_path / "hello.yaml"
     path.write_text("version: 1\ncounter: one\nproviders: [{type: greeter, text: preset}]\n")
@@ -169,7 +170,7 @@ def test_every_hook_has_a_test() -> None:
 
 def test_importing_ctxcore_loads_no_plugin() -> None:
     """Plugins load lazily: `import ctxcore` imports no plugin package."""
-    code = "import sys, ctxcore, ctxcore.pipeline; print(sorted(m for m in sys.modules if m.startswith('ctxcore_')))"
+    code = "import sys, ctxcore, ctxcore.pipeline.spec; print(sorted(m for m in sys.modules if m.startswith('ctxcore_')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -183,6 +184,6 @@ def test_builder_steps_accept_plain_objects() -> None:
 
     from ctxcore_counters import ApproximateCounter
 
-    from ctxcore.builder import ContextBuilder
+    from ctxcore.engine.builder import ContextBuilder
 
     assert ContextBuilder([Step("p", P())], [], ApproximateCounter()).build().messages[0].source == "p"

@@ -1,4 +1,4 @@
-"""Image token pricing (ctxcore.images) and the counter contract on a dependency-free counter."""
+"""Image token pricing (ctxcore.model.images) and the counter contract on a dependency-free counter."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxcore.counting import MessageCounter
-from ctxcore.images import UNKNOWN_SIZE_TOKENS, image_size, openai_image_tokens, sniff_size
-from ctxcore.messages import ImageBlock, Message
-from ctxcore.testing.counter_contract import CounterContract, png_data_url
+from ctxcore.engine.counting import MessageCounter
+from ctxcore.model.images import UNKNOWN_SIZE_TOKENS, image_size, openai_image_tokens, sniff_size
+from ctxcore.model.messages import ImageBlock, Message
+from ctxcore.testing.contracts.counter import CounterContract, png_data_url
 
 
 class CharsCounter(MessageCounter):

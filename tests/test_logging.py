@@ -1,4 +1,4 @@
-"""Logging (ctxcore.logging_setup): formats, levels, one handler, and no secret in any log line.
+"""Logging (ctxcore.runtime.logging_setup): formats, levels, one handler, and no secret in any log line.
 
 The canary tests run the real ``ctx build`` in a subprocess at ``--log-level
 debug`` with secrets placed in the environment (the summarizer's API key), the
@@ -27,8 +27,8 @@ import pytest
 import structlog
 from pydantic import BaseModel
 
-from ctxcore import logging_setup
-from ctxcore.logging_setup import configure_logging
+from ctxcore.runtime import logging_setup
+from ctxcore.runtime.logging_setup import configure_logging
 from ctxcore.redaction import DEFAULT_REDACTOR
 
 ENV_KEY = "sk-CANARYenv0123456789abcdef"
@@ -238,9 +238,9 @@ def _run_build(tmp_path: Path, server: _ChatServer, fmt: str, *, redaction: bool
     env["OPENAI_API_KEY"] = ENV_KEY
     args = ["--log-level", "debug", "--log-format", fmt, "build", str(pipeline), "--state", str(state)]
     if redaction:
-        command = [sys.executable, "-m", "ctxcore.cli", *args]
+        command = [sys.executable, "-m", "ctxcore", *args]
     else:  # the private hook, in a fresh interpreter: same CLI, redaction off
-        code = "import ctxcore.logging_setup as s; s._redaction_enabled = False; from ctxcore.cli import main; main()"
+        code = "import ctxcore.runtime.logging_setup as s; s._redaction_enabled = False; from ctxcore.cli import main; main()"
         command = [sys.executable, "-c", code, *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
 
@@ -277,7 +277,7 @@ def test_no_canary_in_any_log_line(tmp_path: Path, chat_server: _ChatServer, fmt
 # ------------------------------------------------------------ CLI options
 def _ctx(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
-    return subprocess.run([sys.executable, "-m", "ctxcore.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "ctxcore", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_verbose_shortcut_and_log_level_precedence(tmp_path: Path) -> None:
@@ -331,7 +331,7 @@ def test_an_application_that_configured_structlog_keeps_its_set_up() -> None:
     code = (
         "import structlog, sys\n"
         "structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stdout))\n"
-        "from ctxcore.logging_setup import configure_default_logging\n"
+        "from ctxcore.runtime.logging_setup import configure_default_logging\n"
         "print(configure_default_logging())\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

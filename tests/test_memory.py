@@ -1,4 +1,4 @@
-"""Tests for ctxcore.memory and ctxcore.memory_tools: items, input checks, MemoryService, the tools."""
+"""Tests for ctxcore.kit.memory and ctxcore.runtime.memory_tools: items, input checks, MemoryService, the tools."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ctxcore.memory import (
+from ctxcore.kit.memory import (
     DEFAULT_NAMESPACE,
     MemoryItem,
-    MemoryService,
     check_filters,
     check_metadata,
     format_memories,
@@ -21,10 +20,11 @@ from ctxcore.memory import (
     memory_text,
     resolve_namespace,
 )
-from ctxcore.memory_tools import create_memory_tools
-from ctxcore.messages import ai, human
-from ctxcore.pipeline import Pipeline
-from ctxcore.protocols import AsyncMemoryStore, MemoryStore
+from ctxcore.runtime.memory_service import MemoryService
+from ctxcore.runtime.memory_tools import create_memory_tools
+from ctxcore.model.messages import ai, human
+from ctxcore.pipeline.spec import Pipeline
+from ctxcore.engine.protocols import AsyncMemoryStore, MemoryStore
 from ctxcore.testing import fresh_host
 
 

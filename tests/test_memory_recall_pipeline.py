@@ -17,7 +17,7 @@ import ctxcore_filters.plugin
 import ctxcore_memory.plugin
 import ctxcore_providers.plugin
 
-from ctxcore.pipeline import Pipeline
+from ctxcore.pipeline.spec import Pipeline
 from ctxcore.testing import fresh_host
 
 PIPELINE = """\
@@ -45,7 +45,7 @@ def _host():
 
 def _ctx(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ctxcore.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120,
+        [sys.executable, "-m", "ctxcore", *args], capture_output=True, text=True, cwd=cwd, timeout=120,
         env={"PATH": "/usr/bin:/bin", "CTXCORE_PLUGINS": ""},
     )
 

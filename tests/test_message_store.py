@@ -6,14 +6,14 @@ import threading
 
 import pytest
 
-from ctxcore.message_store import (
+from ctxcore.runtime.message_store import (
     LenientMessageCoercer,
     MaxCountRetention,
     MessageEvent,
     StateMessageStore,
     StrictMessageCoercer,
 )
-from ctxcore.messages import Message, ai, human, tool
+from ctxcore.model.messages import Message, ai, human, tool
 
 
 class TestCoercers:

@@ -1,4 +1,4 @@
-"""Tests for ctxcore.messages: the Message type, factories and OpenAI conversion."""
+"""Tests for ctxcore.model.messages: the Message type, factories and OpenAI conversion."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ctxcore.messages import ImageBlock, Message, TextBlock, ToolCall, ai, human, system, tool
+from ctxcore.model.messages import ImageBlock, Message, TextBlock, ToolCall, ai, human, system, tool
 
 
 class TestFactories:

@@ -1,4 +1,4 @@
-"""Tests for ctxcore.testing.openai_server: the stub speaks the wire protocol the official openai client expects."""
+"""Tests for ctxcore.testing.harness.openai_server: the stub speaks the wire protocol the official openai client expects."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import openai
 import pytest
 
-from ctxcore.testing.openai_server import ChatServer
+from ctxcore.testing.harness.openai_server import ChatServer
 
 
 def _client(server: ChatServer) -> openai.OpenAI:

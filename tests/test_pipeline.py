@@ -1,4 +1,4 @@
-"""Tests for ctxcore.pipeline and its YAML loader: validation, locations, safety, compile."""
+"""Tests for ctxcore.pipeline.spec and its YAML loader: validation, locations, safety, compile."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore.errors import ConfigError
-from ctxcore.pipeline import Pipeline
+from ctxcore.pipeline.spec import Pipeline
 
 GOOD = """\
 version: 1
@@ -197,7 +197,7 @@ class TestCollectsAcrossPhases:
 def test_optional_component_that_cannot_be_created_is_reported() -> None:
     """An optional step whose factory raises is skipped, with a warning in every report."""
     from ctxcore import hookimpl
-    from ctxcore.messages import human
+    from ctxcore.model.messages import human
     from ctxcore.testing import fresh_host
 
     class Plugin:

@@ -1,4 +1,4 @@
-"""Tests for ctxcore.plugins: entry-point loading, allow/block lists, failures, conflicts."""
+"""Tests for ctxcore.plugins.host: entry-point loading, allow/block lists, failures, conflicts."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from ctxcore import hookimpl
 from ctxcore.errors import PluginError
-from ctxcore.plugins import PluginHost
-from ctxcore.registry import ComponentConflict
+from ctxcore.plugins.host import PluginHost
+from ctxcore.plugins.registry import ComponentConflict
 from ctxcore.testing import fresh_host
 
 

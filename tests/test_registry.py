@@ -1,11 +1,11 @@
-"""Tests for ctxcore.registry: lookups, suggestions and config models."""
+"""Tests for ctxcore.plugins.registry: lookups, suggestions and config models."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from ctxcore.registry import ComponentConflict, Registry, UnknownComponent
+from ctxcore.plugins.registry import ComponentConflict, Registry, UnknownComponent
 
 
 class Loose(BaseModel):

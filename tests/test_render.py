@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ctxcore.builder import BuiltContext
+from ctxcore.engine.builder import BuiltContext
 from ctxcore.errors import InvalidHistory
-from ctxcore.messages import ImageBlock, Message, TextBlock, ToolCall, ai, human, system, tool
+from ctxcore.model.messages import ImageBlock, Message, TextBlock, ToolCall, ai, human, system, tool
 from ctxcore.render import to_anthropic, to_openai, validate_request
-from ctxcore.report import BuildReport
+from ctxcore.engine.report import BuildReport
 
 
 def call(*ids: str, text: str | None = None) -> Message:

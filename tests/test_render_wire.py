@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore.errors import InvalidHistory
-from ctxcore.messages import FileBlock, ImageBlock, Message, TextBlock, ai, human, system, tool
+from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock, ai, human, system, tool
 from ctxcore.render import to_anthropic, validate_request
 
 
@@ -143,7 +143,7 @@ class TestBlankUserMessages:
     """A blank user message in the past (e.g. "" sent after tool results) must not poison every later build."""
 
     def _history(self):
-        from ctxcore.messages import ai, human, system, tool
+        from ctxcore.model.messages import ai, human, system, tool
 
         call = ai(tool_calls=[{"id": "c1", "name": "read_file", "arguments": {"path": "a.py"}}])
         return [system("s"), human("read a.py"), call, tool("print(1)", tool_call_id="c1"), human(""),
@@ -163,7 +163,7 @@ class TestBlankUserMessages:
 
     def test_a_blank_current_user_message_is_still_refused(self) -> None:
         from ctxcore.errors import InvalidHistory
-        from ctxcore.messages import human
+        from ctxcore.model.messages import human
         from ctxcore.render import validate_request
 
         msgs = self._history()[:-1] + [human("   ")]
@@ -176,7 +176,7 @@ class TestAnthropicImageTypes:
     """Anthropic takes base64 images as image/jpeg, image/png, image/gif or image/webp only."""
 
     def _with_image(self, url: str):
-        from ctxcore.messages import ImageBlock, TextBlock, human
+        from ctxcore.model.messages import ImageBlock, TextBlock, human
 
         return [human([TextBlock(text="what is this?"), ImageBlock(url=url)])]
 

@@ -1,4 +1,4 @@
-"""Tests for ctxcore.replay and `ctx replay`: calls and turns, the cached-prefix metric, totals, errors."""
+"""Tests for ctxcore.tools.replay and `ctx replay`: calls and turns, the cached-prefix metric, totals, errors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxcore import Pipeline
-from ctxcore.replay import (
+from ctxcore.tools.replay import (
     PrefixTracker,
     RequestStats,
     TranscriptError,

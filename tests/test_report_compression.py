@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ctxcore.budget import CachedCounter
-from ctxcore.counting import MessageCounter
-from ctxcore.messages import human
-from ctxcore.report import BuildReport, Compression
+from ctxcore.engine.budget import CachedCounter
+from ctxcore.engine.counting import MessageCounter
+from ctxcore.model.messages import human
+from ctxcore.engine.report import BuildReport, Compression
 
 
 class Chars(MessageCounter):

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ctxcore.errors import BudgetExceeded
-from ctxcore.html_report import render_html, report_payload
-from ctxcore.pipeline import Pipeline
+from ctxcore.tools.html_report import render_html, report_payload
+from ctxcore.pipeline.spec import Pipeline
 from tests.test_cli import ROOT, ctx
 from tools import chromium
 
@@ -238,8 +238,8 @@ _turn = st.tuples(st.integers(1, 60), st.integers(0, 2), st.integers(1, 400), st
 @given(turns=st.lists(_turn, min_size=1, max_size=12), window=st.integers(400, 3000), with_history=st.booleans())
 def test_units_partition_the_history(turns: list[tuple[int, int, int, bool]], window: int, with_history: bool) -> None:
     """Whatever is kept, compressed or dropped, every history message is in exactly one unit and the bar fills the window."""
-    from ctxcore.builder import coerce_messages
-    from ctxcore.html_report import pipeline_context
+    from ctxcore.engine.builder import coerce_messages
+    from ctxcore.tools.html_report import pipeline_context
 
     raw: list[dict[str, Any]] = []
     for n, (words, calls, result_words, answer) in enumerate(turns):

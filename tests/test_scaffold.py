@@ -24,8 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 from ctxcore.cli import cli
-from ctxcore.registry import KINDS
-from ctxcore.scaffold import ScaffoldError, create_plugin, plugin_names, render_plugin
+from ctxcore.plugins.registry import KINDS
+from ctxcore.tools.scaffold import ScaffoldError, create_plugin, plugin_names, render_plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -160,7 +160,7 @@ def installed(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 @pytest.fixture(scope="module")
 def listing(venv: Path, installed: dict[str, Path]) -> dict[str, dict[str, object]]:
     """``ctx plugins list --json`` of the venv, by plugin name."""
-    out = _run(venv, "-m", "ctxcore.cli", "plugins", "list", "--json", cwd=next(iter(installed.values())).parent)
+    out = _run(venv, "-m", "ctxcore", "plugins", "list", "--json", cwd=next(iter(installed.values())).parent)
     return {p["name"]: p for p in json.loads(out.stdout)}
 
 
@@ -196,7 +196,7 @@ def test_templates_ship_in_the_wheel(tmp_path: Path) -> None:
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
          "-w", tmp_path / "dist", src, cwd=tmp_path)
     (wheel,) = (tmp_path / "dist").glob("ctxcore-*.whl")
-    shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("ctxcore/scaffold_templates/")}
+    shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("ctxcore/tools/scaffold_templates/")}
     expected = {f"ctxcore/{p.relative_to(ROOT / 'ctxcore').as_posix()}"
                 for p in (ROOT / "ctxcore" / "scaffold_templates").rglob("*.tmpl")}
     assert len(expected) == 4 + 2 * len(KINDS)

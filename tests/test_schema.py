@@ -1,4 +1,4 @@
-"""The pipeline JSON Schema (ctxcore.schema, ``ctx pipeline schema``) against the loader.
+"""The pipeline JSON Schema (ctxcore.pipeline.schema, ``ctx pipeline schema``) against the loader.
 
 The schema is checked with a real JSON Schema validator (``jsonschema``,
 draft 2020-12) and compared with :meth:`Pipeline.from_dict` on the shipped
@@ -22,11 +22,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore._yaml import load_yaml
+from ctxcore.model.safe_yaml import load_yaml
 from ctxcore.errors import ConfigError
-from ctxcore.pipeline import Pipeline, PipelineSpec
-from ctxcore.plugins import PluginHost
-from ctxcore.schema import pipeline_schema
+from ctxcore.pipeline.spec import Pipeline, PipelineSpec
+from ctxcore.plugins.host import PluginHost
+from ctxcore.pipeline.schema import pipeline_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 PRESETS = sorted((ROOT / "plugins/providers/ctxcore-providers/ctxcore_providers/presets").glob("*.yaml"))
@@ -269,7 +269,7 @@ def test_schema_and_loader_agree_on_mutated_pipelines(
 def test_cli_prints_the_schema(tmp_path: Path) -> None:
     """``ctx pipeline schema`` prints JSON that validates the shipped chat preset (real subprocess, installed plugins)."""
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("CTXCORE_")}
-    out = subprocess.run([sys.executable, "-m", "ctxcore.cli", "pipeline", "schema"], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run([sys.executable, "-m", "ctxcore", "pipeline", "schema"], capture_output=True, text=True, env=env, check=True)
     schema = json.loads(out.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
     chat = yaml.safe_load((PRESETS[0].parent / "chat.yaml").read_text(encoding="utf-8"))

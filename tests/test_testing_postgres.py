@@ -1,4 +1,4 @@
-"""Tests for ctxcore.testing.postgres: the throwaway cluster starts, stops even on failure, and is required in CI."""
+"""Tests for ctxcore.testing.harness.postgres: the throwaway cluster starts, stops even on failure, and is required in CI."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxcore.testing.postgres import PostgresUnavailable, find_bindir, throwaway_cluster, unavailable
+from ctxcore.testing.harness.postgres import PostgresUnavailable, find_bindir, throwaway_cluster, unavailable
 
 
 def test_missing_binaries_say_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

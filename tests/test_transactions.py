@@ -1,4 +1,4 @@
-"""Tests for ctxcore.transactions: unit grouping and tool-call pairing checks."""
+"""Tests for ctxcore.model.transactions: unit grouping and tool-call pairing checks."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxcore.errors import InvalidHistory
-from ctxcore.messages import ai, human, system, tool
-from ctxcore.transactions import check_tool_pairing, group_units, pinned_prefix_length
+from ctxcore.model.messages import ai, human, system, tool
+from ctxcore.model.transactions import check_tool_pairing, group_units, pinned_prefix_length
 
 
 def call(*ids: str):

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import pytest
 
 from ctxcore import Pipeline
-from ctxcore.plugins import reset_default_host
+from ctxcore.plugins.host import reset_default_host
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIAL = ROOT / "docs" / "tutorial"

@@ -64,7 +64,7 @@ def browser_page(width: int = 1240, height: int = 900) -> Iterator[Any]:
 def build_report(pipeline: Path, state: Path, html: Path) -> None:
     """Run `ctx report --html` in a subprocess (the real CLI)."""
     subprocess.run(
-        [sys.executable, "-m", "ctxcore.cli", "report", str(pipeline), "--state", str(state), "--html", str(html)],
+        [sys.executable, "-m", "ctxcore", "report", str(pipeline), "--state", str(state), "--html", str(html)],
         check=True, cwd=ROOT,
     )
 

@@ -1,15 +1,21 @@
-"""Helpers for testing ctxcore plugins and pipelines (like ``structlog.testing``).
+"""Testing layer: helpers for testing ctxcore plugins and pipelines (like ``structlog.testing``).
 
 ``fresh_host(*plugins)`` gives an isolated plugin host with only the plugins you
 pass (modules or objects with ``@hookimpl`` methods), so a test never touches the
 process-wide host nor depends on what else is installed.
+
+- :mod:`ctxcore.testing.contracts`: the conformance suites, one per component
+  kind (they need pytest).
+- :mod:`ctxcore.testing.harness`: servers and harnesses tests run against.
+
+May import: every layer except ``ctxcore.tools`` and ``ctxcore.cli``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ctxcore.plugins import PluginHost
+from ctxcore.plugins.host import PluginHost
 
 __all__ = ["fresh_host"]
 

@@ -4,7 +4,7 @@ Run it, then point the OpenAI client at it::
 
     python docs/tutorial/fake_model.py        # prints the two export lines
 
-It is :class:`ctxcore.testing.openai_server.ChatServer` (a local HTTP server speaking
+It is :class:`ctxcore.testing.harness.openai_server.ChatServer` (a local HTTP server speaking
 OpenAI chat-completions JSON) with a tiny "agent brain": a user message naming ``.py``
 files gets one ``read_file`` call per file; after tool results it answers in one line.
 Like the real API it refuses a request that breaks OpenAI's message rules (HTTP 400)
@@ -20,8 +20,8 @@ import re
 import time
 from typing import Any
 
-from ctxcore.builder import coerce_messages
-from ctxcore.testing.openai_server import ChatServer
+from ctxcore.engine.builder import coerce_messages
+from ctxcore.testing.harness.openai_server import ChatServer
 from ctxcore_counters import TiktokenCounter
 
 CONTEXT_WINDOW = 2000

@@ -23,7 +23,7 @@ from typing import Any, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ctxcore import FilterContext, Message, TextBlock, ToolCall
-from ctxcore.redaction import DEFAULT_REDACTOR, Redactor
+from ctxcore.kit import DEFAULT_REDACTOR, Redactor
 
 __all__ = ["RedactConfig", "Redact"]
 

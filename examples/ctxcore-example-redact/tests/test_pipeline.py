@@ -20,7 +20,7 @@ def ctx_build(metrics: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
     env["CTXCORE_METRICS_FILE"] = str(metrics)
     return subprocess.run(
-        [sys.executable, "-m", "ctxcore.cli", "build", str(HERE / "pipeline.yaml"), "--state", str(HERE / "state.json"), *extra],
+        [sys.executable, "-m", "ctxcore", "build", str(HERE / "pipeline.yaml"), "--state", str(HERE / "state.json"), *extra],
         capture_output=True, text=True, env=env, timeout=120, cwd=HERE,
     )
 

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from ctxcore import ContextBuilder, MessageCounter, ModelBudget, TextBlock, ai, human, system, tool
-from ctxcore.redaction import REDACTED
+from ctxcore.kit import REDACTED
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts import FilterContract
 from ctxcore_example_redact import plugin

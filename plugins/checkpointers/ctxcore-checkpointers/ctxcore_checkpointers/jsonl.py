@@ -23,7 +23,7 @@ from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, ConfigDict
 
-from ctxcore.checkpoints import AsyncCheckpointerMixin, check_keep_last, check_thread_id, encode_checkpoint, ensure_newer
+from ctxcore.kit import AsyncCheckpointerMixin, check_keep_last, check_thread_id, encode_checkpoint, ensure_newer
 from ctxcore_checkpointers.jsonl_format import encode_line, parse_record, record_step, scan
 
 __all__ = ["JsonlCheckpointer", "JsonlConfig"]

@@ -20,8 +20,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxcore.checkpoints import EncodedCheckpoint
-from ctxcore.errors import CheckpointCorrupt
+from ctxcore.kit import EncodedCheckpoint
+from ctxcore import CheckpointCorrupt
 
 __all__ = ["encode_line", "scan", "Scan", "LineRef", "parse_record", "record_step"]
 

@@ -10,14 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ctxcore.checkpoints import (
-    AsyncCheckpointerMixin,
-    EncodedCheckpoint,
-    check_keep_last,
-    check_thread_id,
-    encode_checkpoint,
-    ensure_newer,
-)
+from ctxcore.kit import AsyncCheckpointerMixin, EncodedCheckpoint, check_keep_last, check_thread_id, encode_checkpoint, ensure_newer
 
 __all__ = ["MemoryCheckpointer", "NullCheckpointer"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxcore import hookimpl
-from ctxcore.registry import EmptyConfig
+from ctxcore.kit import EmptyConfig
 from ctxcore_checkpointers.jsonl import JsonlCheckpointer, JsonlConfig
 from ctxcore_checkpointers.memory import MemoryCheckpointer, NullCheckpointer
 from ctxcore_checkpointers.sqlite import SqliteCheckpointer, SqliteConfig

@@ -6,7 +6,7 @@ from typing import Any
 
 from ctxcore_checkpointers import JsonlCheckpointer, MemoryCheckpointer, NullCheckpointer, SqliteCheckpointer
 
-from ctxcore.testing.checkpointer_contract import CheckpointerContract
+from ctxcore.testing.contracts.checkpointer import CheckpointerContract
 
 
 class TestMemory(CheckpointerContract):

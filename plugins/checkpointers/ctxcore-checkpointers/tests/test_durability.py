@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from ctxcore_checkpointers import JsonlCheckpointer, SqliteCheckpointer
 
-from ctxcore.testing.checkpointer_stress import concurrent_writers, crash_loop
+from ctxcore.testing.harness.checkpointer_stress import concurrent_writers, crash_loop
 
 #: kills per file backend in every run; the ``slow`` tests do many more.
 KILLS = int(os.environ.get("CTXCORE_CRASH_KILLS", "300"))

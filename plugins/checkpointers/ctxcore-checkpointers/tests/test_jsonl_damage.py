@@ -9,7 +9,7 @@ from ctxcore_checkpointers import JsonlCheckpointer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore.errors import CheckpointCorrupt
+from ctxcore import CheckpointCorrupt
 
 STATE = {"messages": [{"role": "user", "content": "nul \x00 😀 ünï"}], "n": 1.5}
 

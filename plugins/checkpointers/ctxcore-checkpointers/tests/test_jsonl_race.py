@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from ctxcore_checkpointers import JsonlCheckpointer
 
-from ctxcore.errors import StaleWrite
+from ctxcore import StaleWrite
 
 def test_stale_write_after_another_process_recreated_the_thread(tmp_path: Path) -> None:
     """Writer A saved steps 11..15; another writer deletes the thread and writes steps 21..25 with

@@ -9,8 +9,8 @@ import ctxcore_counters.plugin
 import pytest
 from ctxcore_checkpointers import JsonlCheckpointer, MemoryCheckpointer, NullCheckpointer, SqliteCheckpointer
 
-from ctxcore.errors import ConfigError
-from ctxcore.pipeline import Pipeline
+from ctxcore import ConfigError
+from ctxcore import Pipeline
 from ctxcore.testing import fresh_host
 
 

@@ -11,15 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxcore.checkpoints import (
-    AsyncCheckpointerMixin,
-    check_keep_last,
-    check_thread_id,
-    checkpoint_dict,
-    encode_checkpoint,
-    ensure_newer,
-)
-from ctxcore.errors import StaleWrite
+from ctxcore.kit import AsyncCheckpointerMixin, check_keep_last, check_thread_id, checkpoint_dict, encode_checkpoint, ensure_newer
+from ctxcore import StaleWrite
 from ctxcore_postgres.connection import PgConfig, PgDatabase
 
 __all__ = ["PostgresCheckpointer", "PostgresCheckpointerConfig"]

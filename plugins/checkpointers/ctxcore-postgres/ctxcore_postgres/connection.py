@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.errors import CtxError
+from ctxcore import CtxError
 
 __all__ = ["PgConfig", "PgDatabase", "PgUnavailable", "SchemaTooNew"]
 

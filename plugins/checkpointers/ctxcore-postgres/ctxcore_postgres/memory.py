@@ -18,7 +18,7 @@ values, limit, the text search configuration - is a bound parameter. The
 SQL text is fixed apart from identifiers quoted by psycopg and one more copy
 of the same ``EXISTS`` clause per filter.
 
-The query is split into words (``ctxcore.memory.tokenize``) and the words are
+The query is split into words (``ctxcore.kit.memory.tokenize``) and the words are
 OR-ed (``to_tsquery`` over single-quoted words, which never contain quote or
 operator characters), so a long question still finds memories sharing only
 some of its words, as BM25 does; ``ts_rank_cd`` (or ``ts_rank``) orders them,
@@ -33,17 +33,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ctxcore.errors import ConfigError, MemoryCorrupt
-from ctxcore.memory import (
-    MemoryItem,
-    MemoryStoreBase,
-    canonical_json,
-    check_record,
-    check_retrieve,
-    item_id,
-    resolve_namespace,
-    tokenize,
-)
+from ctxcore import ConfigError, MemoryCorrupt
+from ctxcore import MemoryItem
+from ctxcore.kit import MemoryStoreBase, canonical_json, check_record, check_retrieve, item_id, resolve_namespace, tokenize
 from ctxcore_postgres.connection import PgConfig, PgDatabase
 
 __all__ = ["PostgresMemoryConfig", "PostgresMemoryStore"]

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import pytest
 
-from ctxcore.testing.postgres import pg_dsn  # noqa: F401  (the session fixture)
+from ctxcore.testing.harness.postgres import pg_dsn  # noqa: F401  (the session fixture)
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import pytest
 from ctxcore_postgres import PgDatabase, PgUnavailable, PostgresCheckpointer, SchemaTooNew
 from psycopg import sql
 
-from ctxcore.errors import StaleWrite
+from ctxcore import StaleWrite
 from ctxcore.testing import fresh_host
-from ctxcore.testing.checkpointer_contract import CheckpointerContract
-from ctxcore.testing.checkpointer_stress import concurrent_writers
+from ctxcore.testing.contracts.checkpointer import CheckpointerContract
+from ctxcore.testing.harness.checkpointer_stress import concurrent_writers
 
 
 def _make(dsn: str, schema: str) -> PostgresCheckpointer:
@@ -140,7 +140,7 @@ def test_configured_from_a_pipeline(pg_dsn: str, pg_schema: str) -> None:
     import ctxcore_counters.plugin
     import ctxcore_postgres.plugin
 
-    from ctxcore.pipeline import Pipeline
+    from ctxcore import Pipeline
 
     host = fresh_host(("ctxcore-counters", ctxcore_counters.plugin), ("ctxcore-postgres", ctxcore_postgres.plugin))
     text = f"version: 1\ncheckpointer:\n  type: postgres\n  dsn: ${{PG_DSN}}\n  schema: {pg_schema}\n  max_size: 2\n"

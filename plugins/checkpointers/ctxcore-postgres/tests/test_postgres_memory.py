@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from ctxcore.errors import ConfigError
-from ctxcore.memory import MemoryService
+from ctxcore import ConfigError
+from ctxcore import MemoryService
 from ctxcore.testing import fresh_host
-from ctxcore.testing.memory_contract import MemoryStoreContract
-from ctxcore.testing.memory_recall import recall_at_k
+from ctxcore.testing.contracts.memory_store import MemoryStoreContract
+from ctxcore.testing.harness.memory_recall import recall_at_k
 
 
 def _make(dsn: str, schema: str, **kw: Any) -> PostgresMemoryStore:
@@ -197,7 +197,7 @@ def test_pipeline_memory_slot_and_service(pg_dsn: str, pg_schema: str) -> None:
     import ctxcore_counters.plugin
     import ctxcore_postgres.plugin
 
-    from ctxcore.pipeline import Pipeline
+    from ctxcore import Pipeline
 
     host = fresh_host(("ctxcore-counters", ctxcore_counters.plugin), ("ctxcore-postgres", ctxcore_postgres.plugin))
     text = (f"version: 1\nmemory:\n  type: postgres\n  dsn: ${{PG_DSN}}\n  schema: {pg_schema}\n"
@@ -217,7 +217,7 @@ def test_bad_config_values_are_refused(pg_dsn: str) -> None:
     import ctxcore_counters.plugin
     import ctxcore_postgres.plugin
 
-    from ctxcore.pipeline import Pipeline
+    from ctxcore import Pipeline
 
     host = fresh_host(("ctxcore-counters", ctxcore_counters.plugin), ("ctxcore-postgres", ctxcore_postgres.plugin))
     for extra in ("text_search_config: \"english'; --\"", "ranking: bm25", "normalization: 64", "normalization: -1"):
@@ -261,7 +261,7 @@ def test_cli_add_and_search_on_postgres(pg_dsn: str, pg_schema: str, tmp_path: P
     env = {**os.environ, "PG_DSN": pg_dsn}
 
     def ctx(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "ctxcore.cli", "memory", *args, "--pipeline", str(pipeline)],
+        done = subprocess.run([sys.executable, "-m", "ctxcore", "memory", *args, "--pipeline", str(pipeline)],
                               env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         return done.stdout

@@ -16,7 +16,7 @@ from jinja2 import TemplateError
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from ctxcore.messages import ImageBlock, Message, TextBlock
+from ctxcore import ImageBlock, Message, TextBlock
 
 __all__ = ["ChatTemplate", "TemplateError", "message_to_template_dict"]
 

@@ -24,8 +24,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ctxcore.counting import MessageCounter
-from ctxcore.messages import ImageBlock, Message
+from ctxcore import MessageCounter
+from ctxcore import ImageBlock, Message
 from ctxcore_counter_hf.chat_template import (
     ChatTemplate,
     TemplateError,

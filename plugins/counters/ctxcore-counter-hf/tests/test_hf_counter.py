@@ -13,9 +13,9 @@ from ctxcore_counter_hf import HuggingFaceCounter, TokenizerUnavailable
 from ctxcore_counter_hf.plugin import register_token_counters
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from ctxcore.messages import ImageBlock, Message, TextBlock, ai, human, system, tool
+from ctxcore import ImageBlock, Message, TextBlock, ai, human, system, tool
 from ctxcore.testing import fresh_host
-from ctxcore.testing.counter_contract import SAMPLE_TEXTS, CounterContract
+from ctxcore.testing.contracts.counter import SAMPLE_TEXTS, CounterContract
 
 SPECIALS = ["<s>", "</s>", "<|im_start|>", "<|im_end|>"]
 # ChatML with names, tool-call ids, tool calls and tools rendered; newlines as expressions so
@@ -221,7 +221,7 @@ def test_counts_equal_transformers_apply_chat_template() -> None:
 def test_counters_differing_in_image_tokens_do_not_share_cached_counts() -> None:
     """Two huggingface counters on one tokenizer but with different image_tokens, sharing one
     CountCache: each counts an image message with its own rule (the cache key is the identity)."""
-    from ctxcore.budget import CachedCounter, CountCache
+    from ctxcore import CachedCounter, CountCache
 
     message = Message(role="user", content=(TextBlock(text="look"), ImageBlock(url="https://example.com/a.png")))
     flat_10 = HuggingFaceCounter(tokenizer_dir(), image_tokens=10)

@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.counting import MessageCounter
+from ctxcore import MessageCounter
 from ctxcore_counters._cjk_common import COMMON_CJK
 
 __all__ = ["ApproximateConfig", "ApproximateCounter", "Rates", "RATES", "features"]

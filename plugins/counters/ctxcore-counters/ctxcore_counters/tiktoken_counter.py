@@ -2,7 +2,7 @@
 
 Encodings come from :mod:`ctxcore_counters.encodings` (``bpe_file``, the
 tiktoken cache directory, or a package that bundles the file); message
-overheads follow OpenAI's published counting rules (see :mod:`ctxcore.counting`).
+overheads follow OpenAI's published counting rules (see :mod:`ctxcore.engine.counting`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ctxcore.counting import MessageCounter
+from ctxcore import MessageCounter
 from ctxcore_counters.encodings import MODEL_ENCODINGS, EncodingUnavailable, encoding_for_model, load_encoding
 
 __all__ = ["TiktokenConfig", "TiktokenCounter", "EncodingUnavailable", "MODEL_ENCODINGS", "encoding_for_model"]

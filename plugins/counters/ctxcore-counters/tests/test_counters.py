@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from ctxcore_counters import ApproximateCounter, EncodingUnavailable, TiktokenCounter, encodings
 from ctxcore_counters.tiktoken_counter import encoding_for_model
 
-from ctxcore.messages import ImageBlock, Message, system
-from ctxcore.testing.counter_contract import CounterContract, png_data_url
+from ctxcore import ImageBlock, Message, system
+from ctxcore.testing.contracts.counter import CounterContract, png_data_url
 
 
 # ------------------------------------------------------------------ contract
@@ -44,7 +44,7 @@ class TestTiktokenO200kContract(CounterContract):
 
 # ------------------------------------------------- OpenAI's counting rules
 def _ref_image_tokens(part: dict) -> int:
-    """OpenAI's published image rule, written out independently of ctxcore.images."""
+    """OpenAI's published image rule, written out independently of ctxcore.model.images."""
     image = part["image_url"]
     if image.get("detail") == "low":
         return 85

@@ -19,8 +19,8 @@ from typing import Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxcore.budget import FilterContext
-from ctxcore.messages import Message
+from ctxcore import FilterContext
+from ctxcore import Message
 
 #: metadata marker of the hint message.
 HINT_MARKER = "budget_hint"

@@ -21,9 +21,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import structlog
 
-from ctxcore.budget import FilterContext
-from ctxcore.errors import BudgetExceeded, CtxError
-from ctxcore.messages import Message
+from ctxcore import FilterContext
+from ctxcore import BudgetExceeded, CtxError
+from ctxcore import Message
 
 from ctxcore_filters.compaction_config import COMPRESS_KINDS, TRIM_KINDS, CompactionConfig
 from ctxcore_filters.compaction_stages import META, Env, Proposal, Stage, Work, make_stage, raw_ids, stage_of

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ctxcore.budget import CachedCounter
-from ctxcore.messages import Message
-from ctxcore.transactions import Unit, group_units
+from ctxcore import CachedCounter
+from ctxcore import Message
+from ctxcore import Unit, group_units
 
 from ctxcore_filters.compaction_config import ConsolidateStep, SummarizeStep, ToolResultsStep, TrimStep
 

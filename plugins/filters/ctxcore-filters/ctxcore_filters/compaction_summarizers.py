@@ -1,6 +1,6 @@
 """Summarizers and step selectors the ``compaction`` filter can use.
 
-Two summarizers satisfy :class:`ctxcore.protocols.Summarizer`:
+Two summarizers satisfy :class:`ctxcore.engine.protocols.Summarizer`:
 
 - :class:`ExtractiveSummarizer` needs no model: it keeps the opening of every
   message (who said or called what) until the target length is reached.
@@ -28,8 +28,8 @@ from typing import Any, Literal, Sequence, Union
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.errors import CtxError
-from ctxcore.messages import Message
+from ctxcore import CtxError
+from ctxcore import Message
 
 log = structlog.get_logger("ctxcore_filters.compaction_summarizers")
 

@@ -19,9 +19,10 @@ from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.budget import FilterContext
-from ctxcore.messages import Message
-from ctxcore.transactions import Unit, group_units, pinned_prefix_length
+from ctxcore import FilterContext
+from ctxcore import Message
+from ctxcore import Unit, group_units
+from ctxcore.kit import pinned_prefix_length
 
 
 class MaxMessagesConfig(BaseModel):

@@ -22,8 +22,9 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.budget import FilterContext
-from ctxcore.messages import Message, Role, TextBlock
+from ctxcore import FilterContext
+from ctxcore import Message, TextBlock
+from ctxcore.kit import Role
 
 
 class MergeSameRoleConfig(BaseModel):

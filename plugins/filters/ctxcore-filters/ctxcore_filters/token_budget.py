@@ -23,11 +23,12 @@ from typing import Iterator, Literal, Sequence
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.budget import FilterContext
-from ctxcore.errors import BudgetExceeded
-from ctxcore.lazy import PrefixMemo, structure_of
-from ctxcore.messages import Message
-from ctxcore.transactions import Unit, group_units, pinned_prefix_length
+from ctxcore import FilterContext
+from ctxcore import BudgetExceeded
+from ctxcore.kit import PrefixMemo, structure_of
+from ctxcore import Message
+from ctxcore import Unit, group_units
+from ctxcore.kit import pinned_prefix_length
 
 log = structlog.get_logger("ctxcore_filters.token_budget")
 

@@ -1,6 +1,6 @@
 """Fixtures of the filter tests: a real HTTP server on 127.0.0.1 speaking OpenAI chat-completions JSON, for summarizer tests.
 
-The server is :class:`ctxcore.testing.openai_server.ChatServer`: it stands in for
+The server is :class:`ctxcore.testing.harness.openai_server.ChatServer`: it stands in for
 a hosted model (the one thing a test cannot run here), records every request
 body and answers with a configurable reply, an HTTP error, or no answer at all
 (to exercise timeouts).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxcore.testing.openai_server import ChatServer
+from ctxcore.testing.harness.openai_server import ChatServer
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ import pytest
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import BudgetHint, MergeSameRole, TokenBudget
 
-from ctxcore.budget import CachedCounter, FilterContext
-from ctxcore.builder import ContextBuilder
-from ctxcore.errors import BudgetExceeded
-from ctxcore.messages import ImageBlock, TextBlock, ai, human, system, tool
-from ctxcore.report import BuildReport
+from ctxcore import CachedCounter, FilterContext
+from ctxcore import ContextBuilder
+from ctxcore import BudgetExceeded
+from ctxcore import ImageBlock, TextBlock, ai, human, system, tool
+from ctxcore import BuildReport
 from ctxcore.testing.contracts import FilterContract
 
 
@@ -184,7 +184,7 @@ class TestTokenBudgetPrioritiesContract(FilterContract):
         return TokenBudget(trim_from_start=False)
 
 
-from ctxcore.testing.budget_contracts import BudgetFilterContract  # noqa: E402
+from ctxcore.testing.contracts.budget_filter import BudgetFilterContract  # noqa: E402
 
 
 class TestTokenBudgetBudgetContract(BudgetFilterContract):

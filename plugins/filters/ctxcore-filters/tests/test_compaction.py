@@ -13,13 +13,13 @@ from ctxcore_filters.compaction_stages import META, stage_of
 from ctxcore_filters.compaction_config import DEFAULT_TARGET_RATIO
 from pydantic import ValidationError
 
-from ctxcore.budget import CachedCounter, FilterContext
-from ctxcore.builder import ContextBuilder
-from ctxcore.errors import BudgetExceeded, ComponentError
-from ctxcore.messages import Message, ai, human, system, tool
-from ctxcore.report import BuildReport
+from ctxcore import CachedCounter, FilterContext
+from ctxcore import ContextBuilder
+from ctxcore import BudgetExceeded, ComponentError
+from ctxcore import Message, ai, human, system, tool
+from ctxcore import BuildReport
 from ctxcore.testing.contracts import FilterContract
-from ctxcore.transactions import check_tool_pairing
+from ctxcore import check_tool_pairing
 
 
 def call(*ids: str, name: str = "read_file") -> Message:
@@ -601,7 +601,7 @@ class TestConfig:
 
     def test_yaml_pipeline(self, tmp_path: Path) -> None:
         """The documented YAML example compiles and builds with the installed plugins."""
-        from ctxcore.pipeline import Pipeline
+        from ctxcore import Pipeline
 
         doc = Path(__file__).resolve().parents[4] / "docs" / "compaction.md"
         text = doc.read_text(encoding="utf-8").split("```yaml\n", 1)[1].split("```", 1)[0]

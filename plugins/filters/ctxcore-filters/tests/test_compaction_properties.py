@@ -9,11 +9,11 @@ from ctxcore_filters.compaction_stages import stage_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore.budget import CachedCounter
-from ctxcore.builder import ContextBuilder
-from ctxcore.errors import BudgetExceeded
-from ctxcore.messages import ImageBlock, Message, TextBlock, ai, human, system, tool
-from ctxcore.transactions import check_tool_pairing
+from ctxcore import CachedCounter
+from ctxcore import ContextBuilder
+from ctxcore import BudgetExceeded
+from ctxcore import ImageBlock, Message, TextBlock, ai, human, system, tool
+from ctxcore import check_tool_pairing
 
 
 class _Given:
@@ -100,7 +100,7 @@ def test_second_application_changes_nothing_when_settled(msgs: list[Message], fr
     counter = CachedCounter(ApproximateCounter())
     budget = max(int(counter.count_messages(msgs) * fraction), 1)
     f = Compaction(max_tokens=budget)
-    from ctxcore.budget import FilterContext
+    from ctxcore import FilterContext
 
     try:
         once = f.apply(msgs, FilterContext(counter=counter, budget=None))

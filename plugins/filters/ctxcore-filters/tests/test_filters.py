@@ -10,12 +10,12 @@ from ctxcore_filters import MaxMessages, TokenBudget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxcore.budget import CachedCounter, FilterContext
-from ctxcore.builder import ContextBuilder
-from ctxcore.errors import BudgetExceeded
-from ctxcore.messages import ai, human, system, tool
-from ctxcore.report import BuildReport
-from ctxcore.transactions import check_tool_pairing, group_units
+from ctxcore import CachedCounter, FilterContext
+from ctxcore import ContextBuilder
+from ctxcore import BudgetExceeded
+from ctxcore import ai, human, system, tool
+from ctxcore import BuildReport
+from ctxcore import check_tool_pairing, group_units
 
 
 def call(*ids: str):

@@ -31,18 +31,9 @@ import uuid
 from datetime import datetime
 from typing import Any, Mapping, Sequence
 
-from ctxcore.memory import (
-    MemoryItem,
-    MemoryStoreBase,
-    check_limit,
-    check_metadata,
-    check_query,
-    item_id,
-    memory_text,
-    resolve_namespace,
-    utc_now,
-)
-from ctxcore.messages import Message
+from ctxcore import MemoryItem
+from ctxcore.kit import MemoryStoreBase, check_limit, check_metadata, check_query, item_id, memory_text, resolve_namespace, utc_now
+from ctxcore import Message
 
 __all__ = ["Mem0MemoryStore", "RESERVED_KEYS"]
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from ctxcore.memory import MemoryService
+from ctxcore import MemoryService
 from ctxcore.testing import fresh_host
-from ctxcore.testing.memory_contract import MemoryStoreContract
+from ctxcore.testing.contracts.memory_store import MemoryStoreContract
 from ctxcore_memory_mem0 import Mem0Config, Mem0MemoryStore
 from ctxcore_memory_mem0 import plugin as mem0_plugin
 

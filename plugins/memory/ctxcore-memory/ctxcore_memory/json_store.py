@@ -29,18 +29,10 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.errors import MemoryCorrupt
+from ctxcore import MemoryCorrupt
 from ctxcore_memory._files import make_parent_dir
-from ctxcore.memory import (
-    MemoryItem,
-    MemoryStoreBase,
-    canonical_json,
-    check_record,
-    check_retrieve,
-    item_id,
-    resolve_namespace,
-    tokenize,
-)
+from ctxcore import MemoryItem
+from ctxcore.kit import MemoryStoreBase, canonical_json, check_record, check_retrieve, item_id, resolve_namespace, tokenize
 
 __all__ = ["JsonStoreConfig", "JsonMemoryStore", "FORMAT"]
 

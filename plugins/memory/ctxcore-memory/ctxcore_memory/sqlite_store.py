@@ -28,17 +28,10 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.errors import MemoryCorrupt
+from ctxcore import MemoryCorrupt
 from ctxcore_memory._files import make_parent_dir
-from ctxcore.memory import (
-    MemoryItem,
-    MemoryStoreBase,
-    canonical_json,
-    check_record,
-    check_retrieve,
-    item_id,
-    resolve_namespace,
-)
+from ctxcore import MemoryItem
+from ctxcore.kit import MemoryStoreBase, canonical_json, check_record, check_retrieve, item_id, resolve_namespace
 
 __all__ = ["SqliteStoreConfig", "SqliteMemoryStore", "SCHEMA_VERSION", "fts5_available"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxcore.testing.memory_contract import MemoryStoreContract
+from ctxcore.testing.contracts.memory_store import MemoryStoreContract
 from ctxcore_memory import JsonMemoryStore, SqliteMemoryStore
 
 

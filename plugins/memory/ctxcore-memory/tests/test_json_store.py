@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore.errors import MemoryCorrupt
+from ctxcore import MemoryCorrupt
 from ctxcore_memory import JsonMemoryStore
 from ctxcore_memory.json_store import FORMAT
 

@@ -1,10 +1,10 @@
-"""Retrieval quality on the labelled set shipped in ctxcore.testing.memory_recall."""
+"""Retrieval quality on the labelled set shipped in ctxcore.testing.harness.memory_recall."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ctxcore.testing.memory_recall import RECALL_MEMORIES, RECALL_QUERIES, recall_at_k
+from ctxcore.testing.harness.memory_recall import RECALL_MEMORIES, RECALL_QUERIES, recall_at_k
 from ctxcore_memory import JsonMemoryStore, SqliteMemoryStore
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore.errors import MemoryCorrupt
+from ctxcore import MemoryCorrupt
 from ctxcore_memory import SqliteMemoryStore
 from ctxcore_memory.sqlite_store import SCHEMA_VERSION, fts5_available
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
-from ctxcore.messages import Message
+from ctxcore import Message
 from ctxcore_providers._markers import neutralize_markers
 
 __all__ = ["context_message", "stable_id", "estimate_tokens", "Trust"]

@@ -26,7 +26,7 @@ from typing import Any, Literal, Mapping, Sequence
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.messages import Message
+from ctxcore import Message
 from ctxcore_providers._files import DEFAULT_MAX_BYTES, FileRefused, RenderCache, confined_file, read_text
 from ctxcore_providers._render import Trust, context_message
 

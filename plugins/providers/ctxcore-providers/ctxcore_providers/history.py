@@ -34,9 +34,9 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxcore.lazy import LazyMessages, Snapshot
-from ctxcore.messages import Message, TextBlock, system
-from ctxcore.prompts import get_prompt
+from ctxcore.kit import LazyMessages, Snapshot
+from ctxcore import Message, TextBlock, system
+from ctxcore.kit import get_prompt
 from ctxcore_providers._markers import OPEN_MARKER, has_marker, neutralize_markers, strip_runtime_blocks
 from ctxcore_providers._render import stable_id
 
@@ -67,7 +67,7 @@ class HistoryConfig(BaseModel):
 class History:
     """Returns the messages stored in the state, converted, id-stamped and annotated.
 
-    The result is a :class:`~ctxcore.lazy.LazyMessages`: conversion of new dict
+    The result is a :class:`~ctxcore.engine.lazy.LazyMessages`: conversion of new dict
     items happens eagerly (it is needed to know roles and tool calls), but the
     derived message (annotation, marker neutralising) is computed only when a
     consumer indexes it, and memoised per stored object. When the stored list

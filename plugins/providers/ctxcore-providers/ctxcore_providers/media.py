@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 from typing import Sequence
 
-from ctxcore.messages import ImageBlock
+from ctxcore import ImageBlock
 
 __all__ = ["sniff_image_type", "attachment_blocks", "MAX_IMAGE_BYTES"]
 

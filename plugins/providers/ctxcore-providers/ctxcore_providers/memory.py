@@ -14,8 +14,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxcore.messages import Message
-from ctxcore.prompts import current_pipeline_context
+from ctxcore import Message
+from ctxcore.kit import current_pipeline_context
 from ctxcore_providers._files import DEFAULT_MAX_BYTES, FileRefused, RenderCache, confined_file, read_text
 from ctxcore_providers._markers import neutralize_markers
 from ctxcore_providers._render import Trust, context_message, estimate_tokens

@@ -34,8 +34,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.messages import Message, TextBlock
-from ctxcore.prompts import get_prompt
+from ctxcore import Message, TextBlock
+from ctxcore.kit import get_prompt
 from ctxcore_providers._markers import neutralize_markers
 from ctxcore_providers._render import stable_id
 from ctxcore_providers.media import MAX_IMAGE_BYTES, attachment_blocks

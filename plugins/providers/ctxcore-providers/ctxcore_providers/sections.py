@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ctxcore.messages import Message
-from ctxcore.prompts import current_pipeline_context
+from ctxcore import Message
+from ctxcore.kit import current_pipeline_context
 from ctxcore_providers._render import stable_id
 
 DEFAULT_SEPARATOR = "\n\n---\n\n"

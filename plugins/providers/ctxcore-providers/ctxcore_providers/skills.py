@@ -22,8 +22,8 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxcore.messages import Message, system
-from ctxcore.prompts import get_prompt
+from ctxcore import Message, system
+from ctxcore.kit import get_prompt
 from ctxcore_providers._markers import neutralize_markers
 from ctxcore_providers._render import stable_id
 from ctxcore_providers.skills_catalog import Skill, SkillsCatalog

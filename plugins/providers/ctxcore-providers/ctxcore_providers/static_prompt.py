@@ -6,8 +6,8 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ctxcore.messages import Message, system
-from ctxcore.prompts import DEFAULT_PROMPTS, get_prompt
+from ctxcore import Message, system
+from ctxcore.kit import DEFAULT_PROMPTS, get_prompt
 
 
 class StaticPromptConfig(BaseModel):

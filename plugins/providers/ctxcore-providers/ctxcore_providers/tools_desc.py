@@ -16,8 +16,8 @@ from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.messages import Message, system
-from ctxcore.prompts import get_prompt
+from ctxcore import Message, system
+from ctxcore.kit import get_prompt
 from ctxcore_providers._render import stable_id
 
 

@@ -13,8 +13,8 @@ from ctxcore_providers.media import sniff_image_type
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxcore.messages import ImageBlock, Message, ai, human, tool
-from ctxcore.prompts import DEFAULT_PROMPTS
+from ctxcore import ImageBlock, Message, ai, human, tool
+from ctxcore.kit import DEFAULT_PROMPTS
 from ctxcore.testing.contracts import ProviderContract
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)

@@ -20,9 +20,9 @@ from ctxcore_providers.memory import (
 )
 
 from ctxcore import hookimpl
-from ctxcore.errors import ConfigError
-from ctxcore.pipeline import Pipeline
-from ctxcore.protocols import MemoryStore
+from ctxcore import ConfigError
+from ctxcore import Pipeline
+from ctxcore import MemoryStore
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts import ProviderContract
 

@@ -9,7 +9,7 @@ from ctxcore_providers import Identity, Skills, SkillsCatalog, SkillsConfig, Sta
 from ctxcore_providers.static_prompt import StaticPromptConfig
 from pydantic import ValidationError
 
-from ctxcore.prompts import DEFAULT_PROMPTS, PipelineContext, use_pipeline_context
+from ctxcore.kit import DEFAULT_PROMPTS, PipelineContext, use_pipeline_context
 from ctxcore.testing.contracts import ProviderContract
 
 READ_FILE = {"type": "function", "function": {"name": "read_file", "description": "Read a file.",

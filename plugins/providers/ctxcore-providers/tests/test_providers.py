@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ctxcore_providers import History, StaticPrompt
 
-from ctxcore.messages import Message, human
+from ctxcore import Message, human
 
 
 class TestStaticPrompt:

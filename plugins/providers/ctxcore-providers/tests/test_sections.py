@@ -8,9 +8,9 @@ import pytest
 from ctxcore_providers import ArchivedSummary, Sections, StaticPrompt
 from ctxcore_providers.memory import ArchivedSummaryConfig
 
-from ctxcore.errors import ConfigError
-from ctxcore.messages import ImageBlock, human
-from ctxcore.pipeline import Pipeline
+from ctxcore import ConfigError
+from ctxcore import ImageBlock, human
+from ctxcore import Pipeline
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts import ProviderContract
 

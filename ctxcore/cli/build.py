@@ -1,0 +1,51 @@
+"""``ctx build``: the request of a pipeline (or preset) for a conversation state."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ctxcore.cli._common import echo_issues, fail, parse_runtime, read_state
+from ctxcore.cli.explain import print_explain
+from ctxcore.cli.presets import load_file_or_preset
+from ctxcore.errors import ConfigError, CtxError
+from ctxcore.tools.report_tables import print_report
+
+__all__ = ["build"]
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.option("--preset", help="Build with a preset pipeline (chat, react, skill, agent) instead of FILE.")
+@click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False), help='JSON file: {"messages": [OpenAI-style dicts...]}.')
+@click.option("--format", "fmt", type=click.Choice(["openai", "json"]), default="openai", show_default=True,
+              help="openai: the request's messages; json: ctxcore messages with provenance plus the report.")
+@click.option("--explain", is_flag=True, help="Print the build report as tables on stderr.")
+@click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to providers.")
+@click.pass_context
+def build(ctx: click.Context, file: str | None, preset: str | None, state_file: str, fmt: str, explain: bool,
+          runtime_items: tuple[str, ...]) -> None:
+    """Build the context of pipeline FILE (or --preset NAME) for the conversation in STATE."""
+    p = load_file_or_preset(ctx, file, preset)
+    file = file or f"preset {preset}"
+    conversation = read_state(state_file)
+    runtime = parse_runtime(runtime_items)
+    try:
+        built = p.build(conversation, runtime)
+    except ConfigError as exc:
+        echo_issues(exc)
+        fail(f"{file}: components could not be created")
+    except CtxError as exc:
+        fail(f"{type(exc).__name__}: {exc}")
+    if fmt == "openai":
+        click.echo(json.dumps(built.to_openai(), indent=2, ensure_ascii=False))
+    else:
+        payload = {
+            "messages": [m.model_dump(mode="json") for m in built.messages],
+            "report": built.report.to_dict(),
+        }
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    if explain:
+        print_report(built.report)
+        print_explain(built.report)

@@ -1,0 +1,52 @@
+"""``ctx plugins``: what is installed (``list``); ``new`` is in :mod:`ctxcore.cli.scaffold`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ctxcore.cli._common import state
+from ctxcore.plugins.registry import KINDS
+
+__all__ = ["plugins"]
+
+
+@click.group()
+def plugins() -> None:
+    """Inspect installed plugins."""
+
+
+@plugins.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (stable fields, sorted by name).")
+@click.option("--all", "show_all", is_flag=True, help="Also show plugins excluded by CTXCORE_PLUGINS / CTXCORE_BLOCK_PLUGINS.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any plugin failed or conflicts.")
+@click.pass_context
+def plugins_list(ctx: click.Context, as_json: bool, show_all: bool, strict: bool) -> None:
+    """List plugins, their status and the components they register."""
+    host = state(ctx).host
+    infos = sorted(host.plugins, key=lambda p: p.name.lower())
+    if not show_all:
+        infos = [p for p in infos if p.status != "blocked"]
+    if as_json:
+        click.echo(json.dumps([p.to_dict() for p in infos], indent=2, sort_keys=True))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="ctxcore plugins")
+        for column in ("name", "version", "status", "components", "error"):
+            table.add_column(column)
+        for p in infos:
+            comps = ", ".join(f"{k}:{n}" for k in KINDS for n in sorted(p.components.get(k, [])))
+            error = f"{p.error['type']}: {p.error['message']}" if p.error else ""
+            table.add_row(p.name, p.version, p.status, comps, error)
+        Console(width=200).print(table)
+        failed = [p for p in infos if p.status == "failed"]
+        if failed and ctx.find_root().params.get("verbose", 0) == 0:
+            click.echo("(run with -v for the tracebacks of failed plugins)", err=True)
+        for p in failed if ctx.find_root().params.get("verbose", 0) else []:
+            click.echo(f"--- {p.name} {p.version}\n{p.traceback}", err=True)
+    if strict and any(p.status in ("failed", "conflict") for p in host.plugins):
+        sys.exit(1)

@@ -1,0 +1,61 @@
+"""``ctx report``: the built request as a self-contained HTML page (``--html``) or JSON (``--json``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ctxcore.engine.builder import coerce_messages
+from ctxcore.cli._common import fail, read_state
+from ctxcore.cli.explain import build_from_cli
+from ctxcore.tools.html_report import pipeline_context, render_html, report_payload
+from ctxcore.model.messages import Message
+
+__all__ = ["report"]
+
+
+def _with_message_ids(state: dict[str, Any]) -> tuple[dict[str, Any], list[Message] | None]:
+    """The state with its ``messages`` as Message objects, so the page can order the history by input.
+
+    A list that does not convert is left as it is (the build names the bad item)
+    and the history is then drawn in the report's order.
+    """
+    items = state.get("messages")
+    if not isinstance(items, list):
+        return state, None
+    try:
+        messages = coerce_messages(items)
+    except (ValueError, TypeError):
+        return state, None
+    return {**state, "messages": messages}, messages
+
+
+@click.command("report")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False), help='JSON file: {"messages": [...], "tools": [...]}.')
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, writable=True), help="Write the report as one self-contained HTML page.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (a superset of `ctx explain --json`).")
+@click.option("--title", help="Page title (default: 'ctx report: <pipeline name>').")
+@click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to providers.")
+@click.pass_context
+def report(ctx: click.Context, file: str, state_file: str, html_file: str | None, as_json: bool, title: str | None,
+           runtime_items: tuple[str, ...]) -> None:
+    """Build FILE for STATE and show what the model receives: budget bar, history by fate, tokens, decisions."""
+    if not html_file and not as_json:
+        fail("ctx report: give --html OUT.html, --json, or both")
+    state, history = _with_message_ids(read_state(state_file))
+    p, built = build_from_cli(ctx, file, state, runtime_items)
+    model, kinds = pipeline_context(p)
+    options: dict[str, Any] = {"model": model, "source_kinds": kinds, "history": history,
+                               "title": title or f"ctx report: {p.spec.name}"}
+    if html_file:
+        try:
+            Path(html_file).write_text(render_html(built, **options), encoding="utf-8")
+        except OSError as exc:
+            fail(f"cannot write {html_file}: {exc.strerror}")
+        click.echo(f"wrote {html_file}", err=True)
+    if as_json:
+        click.echo(json.dumps(report_payload(built, **options), indent=2, ensure_ascii=False))

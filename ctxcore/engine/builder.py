@@ -1,0 +1,462 @@
+"""ContextBuilder: providers -> filters -> BuiltContext.
+
+The builder owns the order of a build: every provider contributes messages
+(stamped with its step id as ``source``), every filter transforms the sequence,
+the output is checked for tool-call pairing, counted once through the shared
+count cache, and returned with a report of every decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import structlog
+
+from ctxcore.engine.budget import CachedCounter, FilterContext, ModelBudget
+from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
+from ctxcore.engine.lazy import LazyMessages, MessageChain, PrefixMemo, is_lazy, structure_of
+from ctxcore.model.messages import Message
+from ctxcore.engine.protocols import TokenCounter
+from ctxcore.render import to_anthropic, validate_request
+from ctxcore.engine.report import BuildReport, ComponentTiming
+from ctxcore.render.target import TargetSpec
+from ctxcore.model.transactions import check_tool_pairing, legal_start, open_calls_after, sanitize_tool_call_history
+
+__all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages", "register_preset_factories"]
+
+log = structlog.get_logger("ctxcore.builder")
+
+# Errors that describe the request, not a broken component: never wrapped, never skipped.
+_PASS_THROUGH = (BudgetExceeded, InvalidHistory)
+
+
+# The preset constructors behind ContextBuilder.for_chat & co. They live in the pipeline
+# layer (they compile shipped YAML pipelines), which registers them when it is imported
+# (``import ctxcore`` does), so the engine never imports a layer above it.
+_PRESET_FACTORIES: dict[str, Callable[..., Any]] = {}
+
+
+def register_preset_factories(**factories: Callable[..., Any]) -> None:
+    """Install the constructors behind :meth:`ContextBuilder.for_chat` and its siblings.
+
+    Called once by :mod:`ctxcore.pipeline.presets`; keys are the classmethod names
+    (``for_chat``, ``for_react``, ``for_skill``, ``resolve_for_llm``).
+    """
+    _PRESET_FACTORIES.update(factories)
+
+
+def _preset_factory(name: str) -> Callable[..., Any]:
+    try:
+        return _PRESET_FACTORIES[name]
+    except KeyError:  # only when the engine is used without the package that owns it
+        raise RuntimeError(f"ContextBuilder.{name} needs the pipeline layer: import ctxcore.pipeline.presets first") from None
+
+
+@dataclass(frozen=True)
+class Step:
+    """A component placed in a pipeline: its id, the object, and whether failure is fatal."""
+
+    id: str
+    component: Any
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class BuiltContext:
+    """The result of a build: the messages to send and the report explaining them."""
+
+    messages: tuple[Message, ...]
+    report: BuildReport = field(repr=False)
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """The messages as OpenAI chat-completions dicts."""
+        return [m.to_openai() for m in self.messages]
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """The messages as an Anthropic Messages API body: ``system`` blocks and alternating ``messages``."""
+        return to_anthropic(self.messages)
+
+
+def coerce_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
+    """Accept :class:`Message` objects or OpenAI dicts; return messages.
+
+    Raises:
+        ValueError: an item is neither; the message names its index.
+    """
+    out: list[Message] = []
+    for i, item in enumerate(items):
+        if isinstance(item, Message):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            try:
+                out.append(Message.from_openai(item))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise ValueError(f"message {i}: {exc}") from exc
+        else:
+            raise ValueError(f"message {i}: expected a Message or a dict, got {type(item).__name__}")
+    return out
+
+
+def _as_steps(items: Sequence[Any], kind: str) -> list[Step]:
+    steps: list[Step] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        step = item if isinstance(item, Step) else Step(id=_default_id(item, kind, i), component=item)
+        if step.id in seen:
+            step = Step(id=f"{step.id}#{i}", component=step.component, optional=step.optional)
+        seen.add(step.id)
+        steps.append(step)
+    return steps
+
+
+def _default_id(component: Any, kind: str, index: int) -> str:
+    """An explicit ``id`` attribute, else the class name in snake case (``StaticPrompt`` -> ``static_prompt``)."""
+    name = getattr(component, "id", None)
+    if isinstance(name, str) and name:
+        return name
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", type(component).__name__).lower()
+    return snake or f"{kind}s[{index}]"
+
+
+class ContextBuilder:
+    """Assembles one model request from providers and filters.
+
+    Args:
+        providers: objects with ``get_messages`` (or :class:`Step` wrappers), in order.
+        filters: objects with ``apply`` (or :class:`Step` wrappers), in order.
+        counter: the token counter; wrapped in a :class:`CachedCounter` that lives
+            as long as the builder, so repeated builds never re-tokenize a message.
+        budget: the model budget (or a plain input-token limit) filters default to.
+        hooks: a pluggy hook relay; ``on_build_complete`` is called once per build.
+        check_pairing: refuse to return a request with unpaired tool calls/results.
+        target: the request rules (:class:`TargetSpec`): history sanitizing before
+            the filters, legal start and provider validation after them.
+        tools: tool schemas (OpenAI function-tool dicts) sent with every request;
+            their tokens are taken from the budget before the filters run. A
+            state's ``tools`` list is added per build.
+        warnings: standing warnings copied into every report (e.g. optional
+            components a pipeline could not create).
+    """
+
+    def __init__(
+        self,
+        providers: Sequence[Any],
+        filters: Sequence[Any] = (),
+        counter: TokenCounter | CachedCounter | None = None,
+        *,
+        budget: ModelBudget | int | None = None,
+        hooks: Any = None,
+        check_pairing: bool = True,
+        target: TargetSpec | None = None,
+        tools: Sequence[Mapping[str, Any]] = (),
+        warnings: Sequence[str] = (),
+    ) -> None:
+        if counter is None:
+            raise TypeError("ContextBuilder needs a token counter (for example ctxcore_counters.ApproximateCounter())")
+        self.providers = _as_steps(providers, "provider")
+        self.filters = _as_steps(filters, "filter")
+        self.counter = counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
+        if isinstance(budget, int):
+            budget = ModelBudget(context_window=budget)
+        self.budget: ModelBudget | None = budget
+        self.hooks = hooks
+        self.check_pairing = check_pairing
+        self.target = target or TargetSpec()
+        self.tools = list(tools)
+        self.warnings = list(warnings)
+        # step id -> {id(stored message): (stored, copy with source set)}, kept across builds
+        self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
+        self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
+        self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
+
+    # --------------------------------------------------------------- presets
+    # Thin entry points; the logic (and the parameters) live in ctxcore.pipeline.presets,
+    # a layer above this one, which registers them (see register_preset_factories).
+    @classmethod
+    def for_chat(cls, *args: Any, **kwargs: Any) -> ContextBuilder:
+        """Chat preset: persona -> bootstrap (optional) -> history (see :func:`ctxcore.pipeline.presets.for_chat`)."""
+        return _preset_factory("for_chat")(*args, **kwargs)  # type: ignore[no-any-return]
+
+    @classmethod
+    def for_react(cls, *args: Any, **kwargs: Any) -> ContextBuilder:
+        """ReAct preset (see :func:`ctxcore.pipeline.presets.for_react`)."""
+        return _preset_factory("for_react")(*args, **kwargs)  # type: ignore[no-any-return]
+
+    @classmethod
+    def for_skill(cls, **kwargs: Any) -> ContextBuilder:
+        """Skill preset (see :func:`ctxcore.pipeline.presets.for_skill`)."""
+        return _preset_factory("for_skill")(**kwargs)  # type: ignore[no-any-return]
+
+    @classmethod
+    def resolve_for_llm(cls, **kwargs: Any) -> Any:
+        """Pick the builder for one LLM call (see :func:`ctxcore.pipeline.presets.resolve_for_llm`)."""
+        return _preset_factory("resolve_for_llm")(**kwargs)
+
+    # ------------------------------------------------------------------ build
+    def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
+        """Run every provider then every filter; return the messages and the report.
+
+        Order: providers, history sanitizing, filters, legal start, pairing check
+        and validation for the target provider, counting.
+
+        Raises:
+            ComponentError: a non-optional component raised.
+            BudgetExceeded: a filter found the protected part alone over budget.
+            InvalidHistory: the current turn is a broken tool transaction, or the
+                result would break a rule of the target provider (``.index``).
+        """
+        state, runtime = state or {}, runtime or {}
+        report = self._new_report()
+        parts: list[Sequence[Message]] = []
+        for step in self.providers:
+            started = time.perf_counter()
+            try:
+                produced = step.component.get_messages(state, runtime)
+            except _PASS_THROUGH:
+                raise
+            except Exception as exc:
+                self._component_failed(step, "provider", exc, report, started)
+                continue
+            parts.append(self._stamp(step, produced, report, started))
+        return self._finish(self._chain(parts), state, runtime, report)
+
+    async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
+        """Like :meth:`build`, awaiting providers' ``aget_messages`` concurrently."""
+        state, runtime = state or {}, runtime or {}
+        report = self._new_report()
+
+        async def run(step: Step) -> tuple[Step, float, Any]:
+            started = time.perf_counter()
+            fn = getattr(step.component, "aget_messages", None)
+            try:
+                if fn is not None:
+                    return step, started, await fn(state, runtime)
+                return step, started, step.component.get_messages(state, runtime)
+            except _PASS_THROUGH:
+                raise
+            except Exception as exc:  # collected, handled in order below
+                return step, started, exc
+
+        results = await asyncio.gather(*(run(s) for s in self.providers))
+        parts: list[Sequence[Message]] = []
+        for step, started, produced in results:
+            if isinstance(produced, BaseException):
+                self._component_failed(step, "provider", produced, report, started)
+                continue
+            parts.append(self._stamp(step, produced, report, started))
+        return self._finish(self._chain(parts), state, runtime, report)
+
+    def transform(self, messages: Iterable[Message | Mapping[str, Any]], runtime: Mapping[str, Any] | None = None) -> list[Message]:
+        """Run only the filters over ``messages`` (Messages or OpenAI dicts)."""
+        report = self._new_report()
+        return self._run_filters(coerce_messages(messages), runtime or {}, report)
+
+    # ---------------------------------------------------------------- phases
+    def _new_report(self) -> BuildReport:
+        report = BuildReport(budget=self.budget.max_input_tokens if self.budget else None, _counter=self.counter)
+        report.warnings.extend(self.warnings)
+        report._cache_start = (self.counter.hits, self.counter.misses)
+        return report
+
+    def _chain(self, parts: list[Sequence[Message]]) -> MessageChain:
+        """The providers' outputs as one sequence that knows whether it extends the last build's."""
+        chain = MessageChain(parts, previous=self._last_chain)
+        self._last_chain = chain
+        return chain
+
+    def _stamp(self, step: Step, produced: Any, report: BuildReport, started: float) -> Sequence[Message]:
+        """The provider's messages with ``source`` set to the step id, stamped lazily.
+
+        A message is copied the first time it is read, and the copy is remembered
+        by the stored object across builds (messages are immutable), so a
+        provider returning the same history each turn pays no copy and a build
+        copies only what it reads.
+        """
+        memo = self._stamped.setdefault(step.id, {})
+        if isinstance(produced, LazyMessages):
+            out = produced
+        else:
+            items = list(produced) if produced is not None else []
+            for i, m in enumerate(items):
+                if not isinstance(m, Message):
+                    exc = TypeError(f"item {i} is a {type(m).__name__}, not a ctxcore Message")
+                    self._component_failed(step, "provider", exc, report, started)
+                    return []
+            out = LazyMessages(items)
+        if len(memo) > 2 * len(out) + 64:  # forget copies of messages the provider no longer returns
+            alive = set(map(id, out.structure))
+            memo = self._stamped[step.id] = {k: v for k, v in memo.items() if k in alive}
+        report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(out)))
+        return out.map(_stamper(step.id), memo)
+
+    def _run_filters(
+        self, messages: Sequence[Message], runtime: Mapping[str, Any], report: BuildReport, budget: int | None = None
+    ) -> list[Message]:
+        if budget is None and self.budget is not None:
+            budget = self.budget.max_input_tokens
+        for step in self.filters:
+            if is_lazy(messages) and not getattr(step.component, "accepts_lazy", False):
+                messages = list(messages)  # a filter that expects a list gets one
+            ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
+            started = time.perf_counter()
+            try:
+                result = list(step.component.apply(messages, ctx))
+                _check_filter_output(result)
+            except _PASS_THROUGH:
+                raise
+            except Exception as exc:
+                self._component_failed(step, "filter", exc, report, started)
+                continue
+            if is_lazy(messages):
+                report.record_filtered(messages, result, by=step.id)  # listed when the report is read
+            else:
+                kept_ids = {m.id for m in result}
+                dropped = [m for m in messages if m.id not in kept_ids]
+                if dropped:
+                    report.record_dropped(dropped, by=step.id)
+            report.timings.append(
+                ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(result))
+            )
+            messages = result
+        return list(messages)
+
+    def _tool_tokens(self, state: Mapping[str, Any]) -> int:
+        tools = list(self.tools)
+        extra = state.get("tools")
+        if extra is not None:
+            if not isinstance(extra, (list, tuple)) or not all(isinstance(t, Mapping) for t in extra):
+                raise ValueError("state['tools'] must be a list of tool definitions (JSON objects)")
+            tools.extend(extra)
+        return self.counter.count_tools(tools) if tools else 0
+
+    def _sanitize(self, messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
+        if self.target.sanitize == "off":
+            return messages
+        if is_lazy(messages):
+            if self._is_legal(structure_of(messages)):
+                return messages  # the common case: nothing to repair, nothing materialised
+            messages = list(messages)
+        result = sanitize_tool_call_history(messages, backfill=self.target.sanitize == "backfill")
+        if result.removed:
+            report.record_dropped(result.removed, by="sanitize")
+        for note in result.notes:
+            log.info("history_sanitized", detail=note)
+            report.warnings.append(note)
+        return result.messages
+
+    def _is_legal(self, structure: Sequence[Message]) -> bool:
+        """Tool-call legality of ``structure``, walking only what was appended since the last build."""
+        state, start = self._legality.resume(structure)
+        pending = state[0] if state is not None else frozenset()
+        if pending is not None:
+            pending = open_calls_after(structure[start:] if start else structure, pending)
+        self._legality.save(structure, (pending,))
+        return pending == frozenset()
+
+    def _legal_start(self, messages: list[Message], history: Sequence[Message], tool_tokens: int, report: BuildReport) -> list[Message]:
+        budget = self.budget.max_input_tokens if self.budget else None
+
+        def fits(m: Message) -> bool:  # only called when a recovery is possible
+            if budget is None:
+                return True
+            used = self.counter.count_messages(messages) + tool_tokens
+            return used + self.counter.count_message(m) <= budget
+
+        result = legal_start(messages, history=history if self.target.recover_user else None, fits=fits)
+        if result.dropped:
+            report.record_dropped(result.dropped, by="legal_start")
+        if result.recovered is not None:
+            report.record_recovered(result.recovered)
+            text = " ".join(result.recovered.text.split())
+            text = text if len(text) <= 60 else text[:59] + "…"
+            report.notes.append(f"legal_start recovered the earlier user message {text!r} so the request starts with the user")
+        return result.messages
+
+    def _finish(
+        self, messages: MessageChain, state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
+    ) -> BuiltContext:
+        origin = messages
+        tool_tokens = self._tool_tokens(state)
+        budget = None
+        if self.budget is not None:
+            budget = self.budget.max_input_tokens - tool_tokens
+            if budget < 0:
+                raise BudgetExceeded(
+                    f"the tool schemas alone need {tool_tokens} tokens but the input budget is "
+                    f"{self.budget.max_input_tokens}; send fewer tools or raise model.context_window",
+                    budget=self.budget.max_input_tokens, required=tool_tokens + self.counter.priming, report=report,
+                )
+        sanitized = self._sanitize(messages, report)
+        output = self._run_filters(sanitized, runtime, report, budget)
+        if self.target.legal_start:
+            output = self._legal_start(output, sanitized, tool_tokens, report)
+        return self._checked(output, origin, tool_tokens, report)
+
+    def _checked(self, messages: list[Message], origin: MessageChain, tool_tokens: int, report: BuildReport) -> BuiltContext:
+        """Validate, count and record the output; notify observers."""
+        if self.target.validate_request:
+            validate_request(messages, self.target.provider)  # includes the pairing check
+        elif self.check_pairing:
+            check_tool_pairing(messages)
+        tokens = [self.counter.count_message(m) for m in messages]
+        report.tool_tokens = tool_tokens
+        report.total_tokens = sum(tokens) + self.counter.priming + tool_tokens
+        if report.budget is not None and report.total_tokens > report.budget:
+            report.warnings.append(
+                f"the request needs {report.total_tokens} tokens, over the {report.budget}-token input budget"
+            )
+        report.record_output(messages, tokens, added_ids={m.id for m in messages if not origin.has_id(m.id)})
+        # This build's share of the cache traffic (the cache outlives builds).
+        report.cache_hits = self.counter.hits - report._cache_start[0]
+        report.cache_misses = self.counter.misses - report._cache_start[1]
+        built = BuiltContext(messages=tuple(messages), report=report)
+        self._notify(built)
+        return built
+
+    def _component_failed(self, step: Step, kind: str, exc: BaseException, report: BuildReport, started: float) -> None:
+        if not step.optional:
+            if isinstance(exc, ComponentError):
+                raise exc
+            raise ComponentError(step.id, kind, exc) from exc
+        message = f"optional {kind} '{step.id}' skipped: {type(exc).__name__}: {exc}"
+        log.warning("component_skipped", component=step.id, kind=kind, error=f"{type(exc).__name__}: {exc}")
+        report.warnings.append(message)
+        report.timings.append(ComponentTiming(step.id, kind, time.perf_counter() - started, skipped=True))
+
+    def _notify(self, built: BuiltContext) -> None:
+        if self.hooks is None:
+            return
+        try:
+            self.hooks.on_build_complete(context=built)
+        except Exception as exc:  # an observer must not lose the caller's request
+            log.error("observer_failed", hook="on_build_complete", error=f"{type(exc).__name__}: {exc}")
+            built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")
+
+
+@lru_cache(maxsize=256)
+def _stamper(source: str) -> Callable[[Message], Message]:
+    """The transform that sets ``source`` on messages that have none."""
+
+    def stamp(m: Message) -> Message:
+        return m if m.source is not None else m.model_copy(update={"source": source})
+
+    return stamp
+
+
+def _check_filter_output(result: list[Any]) -> None:
+    """Filters return Messages and never promote untrusted content to the system role.
+
+    The Message validator already forbids untrusted system messages, but
+    ``model_copy`` skips validation, so the builder checks what filters return.
+    """
+    for i, m in enumerate(result):
+        if not isinstance(m, Message):
+            raise TypeError(f"returned item {i} is a {type(m).__name__}, not a ctxcore Message")
+        if m.role == "system" and m.trust == "untrusted":
+            raise ValueError(f"returned item {i} puts untrusted content in the system role")
+

@@ -1,0 +1,265 @@
+"""BuildReport: what each component added, dropped and cost, for every message.
+
+The builder fills it while building. Token counts of kept messages are known
+after the build; counts of dropped messages are computed the first time the
+report is read (from the count cache when a filter already counted them), so a
+build never pays to count what it throws away unless somebody asks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Sequence
+
+from ctxcore.engine.lazy import structure_of
+from ctxcore.model.messages import Message
+from ctxcore.model.transactions import group_units
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ctxcore.engine.budget import CachedCounter
+
+__all__ = ["Fate", "MessageRecord", "ComponentTiming", "Compression", "BuildReport"]
+
+Fate = Literal["kept", "dropped", "added", "compressed"]
+
+
+@dataclass
+class MessageRecord:
+    """The fate of one message.
+
+    ``fate`` is ``kept`` (in the output, from a provider), ``added`` (in the output,
+    introduced by a filter, e.g. a compression) or ``dropped`` (``by`` names the
+    filter step). ``compressed`` means a filter replaced the message with a shorter
+    one (``into`` names it, ``stage`` says how). ``position`` is the index in the
+    output, ``None`` when dropped or compressed.
+    """
+
+    id: str
+    role: str
+    source: str | None
+    zone: str
+    trust: str
+    fate: Fate
+    tokens: int | None
+    by: str | None = None
+    position: int | None = None
+    preview: str = ""
+    stage: str | None = None
+    into: str | None = None
+    unit_start: bool = True  # False for a tool result dropped together with its call
+
+
+@dataclass(frozen=True)
+class Compression:
+    """One reduction a filter made: ``original_ids`` became ``new_id`` at ``stage``.
+
+    ``tokens_before`` counts the originals, ``tokens_after`` the replacement, so
+    the report says what every reduction saved. Stage ``trim`` removes messages
+    behind a marker: its originals keep the fate ``dropped``; every other stage
+    marks them ``compressed``.
+    """
+
+    step_id: str
+    stage: str
+    original_ids: tuple[str, ...]
+    new_id: str
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass
+class ComponentTiming:
+    """Wall time one component took in this build, and what it did."""
+
+    id: str
+    kind: str
+    seconds: float
+    messages_in: int = 0
+    messages_out: int = 0
+    skipped: bool = False
+
+
+@dataclass
+class BuildReport:
+    """Everything a build decided, per message and per component."""
+
+    budget: int | None = None
+    total_tokens: int = 0
+    timings: list[ComponentTiming] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    cache_hits: int = 0  # count-cache hits during this build
+    cache_misses: int = 0  # messages tokenized during this build
+    compressions: list[Compression] = field(default_factory=list)
+    tool_tokens: int = 0  # tool schemas sent with the request (part of total_tokens)
+    notes: list[str] = field(default_factory=list)  # decisions worth reading (repairs, recoveries)
+    _records: list[MessageRecord] = field(default_factory=list, repr=False)
+    _dropped: list[tuple[list[Message], str] | _FilteredOut] = field(default_factory=list, repr=False)
+    _counter: CachedCounter | None = field(default=None, repr=False)
+    _cache_start: tuple[int, int] = field(default=(0, 0), repr=False)
+
+    # ------------------------------------------------------------ recording
+    def record_dropped(self, messages: list[Message], by: str) -> None:
+        """Note that filter ``by`` removed ``messages`` (counted lazily).
+
+        ``messages`` are in input order, so a dropped tool unit is contiguous
+        here too: its results are marked as not starting a unit.
+        """
+        self._dropped.append((list(messages), by))
+
+    def record_filtered(self, before: Sequence[Message], after: Sequence[Message], by: str) -> None:
+        """Note that filter ``by`` turned ``before`` into ``after``; what it dropped is worked out when read.
+
+        ``before`` must not change afterwards (a lazy sequence over a snapshot);
+        only the ids of ``after`` are kept, so a build pays O(kept), not O(history).
+        """
+        self._dropped.append(_FilteredOut(before, {m.id for m in after}, by))
+
+    def record_recovered(self, message: Message) -> None:
+        """Forget an earlier drop of ``message``: a later step put it back."""
+        for entry in self._dropped:
+            if isinstance(entry, _FilteredOut):
+                entry.kept_ids.add(message.id)
+        self._dropped = [
+            entry if isinstance(entry, _FilteredOut) else ([m for m in entry[0] if m.id != message.id], entry[1])
+            for entry in self._dropped
+        ]
+        self._records = [r for r in self._records if not (r.fate == "dropped" and r.id == message.id)]
+
+    def record_compression(
+        self,
+        step_id: str,
+        original_ids: list[str] | tuple[str, ...],
+        new_message: Message,
+        tokens_before: int,
+        tokens_after: int,
+        stage: str,
+    ) -> None:
+        """Note that filter ``step_id`` replaced ``original_ids`` with ``new_message`` at ``stage``."""
+        self.compressions.append(
+            Compression(step_id, stage, tuple(original_ids), new_message.id, tokens_before, tokens_after)
+        )
+
+    def record_output(self, messages: list[Message], tokens: list[int], added_ids: set[str]) -> None:
+        """Record the final messages with their counts; ``added_ids`` came from filters."""
+        for position, (m, t) in enumerate(zip(messages, tokens, strict=True)):
+            self._records.append(
+                MessageRecord(
+                    id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
+                    fate="added" if m.id in added_ids else "kept", tokens=t, position=position,
+                    preview=_preview(m),
+                )
+            )
+
+    # -------------------------------------------------------------- reading
+    @property
+    def records(self) -> list[MessageRecord]:
+        """A record for every output message then every dropped one."""
+        if self._dropped:
+            counter = self._counter
+            replaced = {i: c for c in self.compressions for i in c.original_ids}
+            for entry in self._dropped:
+                batch, by = entry.dropped() if isinstance(entry, _FilteredOut) else entry
+                starts = {u.start for u in group_units(batch)}
+                for k, m in enumerate(batch):
+                    tokens = counter.count_message(m) if counter is not None else None
+                    c = replaced.get(m.id)
+                    fate: Fate = "compressed" if c is not None and c.stage != "trim" else "dropped"
+                    self._records.append(
+                        MessageRecord(
+                            id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
+                            fate=fate, tokens=tokens, by=by, preview=_preview(m), unit_start=k in starts,
+                            stage=c.stage if c else None, into=c.new_id if c else None,
+                        )
+                    )
+            self._dropped = []
+        return self._records
+
+    @property
+    def kept(self) -> list[MessageRecord]:
+        """Records of the messages in the output, in output order."""
+        return [r for r in self.records if r.position is not None]
+
+    @property
+    def dropped(self) -> list[MessageRecord]:
+        """Records of the messages a filter removed."""
+        return [r for r in self.records if r.fate == "dropped"]
+
+    @property
+    def compressed(self) -> list[MessageRecord]:
+        """Records of the messages a filter replaced with a shorter message."""
+        return [r for r in self.records if r.fate == "compressed"]
+
+    @property
+    def removed_count(self) -> int:
+        """Input messages not in the output (dropped or compressed), read without counting their tokens."""
+        pending = sum(entry.count() if isinstance(entry, _FilteredOut) else len(entry[0]) for entry in self._dropped)
+        return pending + sum(1 for r in self._records if r.fate in ("dropped", "compressed"))
+
+    @property
+    def utilization(self) -> float | None:
+        """Share of the budget the output uses, or ``None`` without a budget."""
+        if not self.budget:
+            return None
+        return self.total_tokens / self.budget
+
+    def totals_by(self, key: Literal["source", "zone"]) -> dict[str, dict[str, int]]:
+        """Per source (or zone): tokens and messages kept, dropped and compressed."""
+        out: dict[str, dict[str, int]] = defaultdict(
+            lambda: {"kept_tokens": 0, "dropped_tokens": 0, "compressed_tokens": 0, "kept": 0, "dropped": 0, "compressed": 0}
+        )
+        for r in self.records:
+            bucket = out[str(getattr(r, key))]
+            if r.fate in ("dropped", "compressed"):
+                bucket[r.fate] += 1
+                bucket[f"{r.fate}_tokens"] += r.tokens or 0
+            else:
+                bucket["kept"] += 1
+                bucket["kept_tokens"] += r.tokens or 0
+        return dict(sorted(out.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the whole report."""
+        return {
+            "budget": self.budget,
+            "total_tokens": self.total_tokens,
+            "utilization": self.utilization,
+            "tool_tokens": self.tool_tokens,
+            "cache": {"hits": self.cache_hits, "misses": self.cache_misses},
+            "messages": [asdict(r) for r in self.records],
+            "by_source": self.totals_by("source"),
+            "by_zone": self.totals_by("zone"),
+            "compressions": [asdict(c) for c in self.compressions],
+            "timings": [asdict(t) for t in self.timings],
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
+class _FilteredOut:
+    """A filter's drops, recorded as its input and the ids it kept; listed on first read."""
+
+    before: Sequence[Message]
+    kept_ids: set[str]
+    by: str
+
+    def count(self) -> int:
+        """How many messages were dropped, in O(kept) when the input knows its ids (a lazy sequence)."""
+        has_id = getattr(self.before, "has_id", None)
+        if has_id is None:
+            has_id = {m.id for m in structure_of(self.before)}.__contains__
+        return len(self.before) - sum(1 for i in self.kept_ids if has_id(i))
+
+    def dropped(self) -> tuple[list[Message], str]:
+        kept = self.kept_ids
+        structure = structure_of(self.before)
+        return [self.before[k] for k, m in enumerate(structure) if m.id not in kept], self.by
+
+
+def _preview(m: Message, width: int = 60) -> str:
+    text = m.text
+    if not text and m.tool_calls:
+        text = "→ " + ", ".join(f"{c.name}()" for c in m.tool_calls)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,208 @@
+"""Anthropic Messages API: ``to_anthropic`` and the rules Anthropic enforces on a request.
+
+``to_anthropic`` gives the ``system`` blocks and ``messages`` (``tool_use`` /
+``tool_result`` blocks, strict user/assistant alternation, first message from
+the user); :func:`check_anthropic` is the Anthropic half of
+:func:`ctxcore.render.validate_request`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+from ctxcore.errors import InvalidHistory
+from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock
+from ctxcore.render._input import coerce, content_kinds
+
+__all__ = ["ANTHROPIC_IMAGE_TYPES", "check_anthropic", "to_anthropic"]
+
+# Anthropic's pattern for tool_use ids.
+_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+_DATA_URL = re.compile(r"^data:(?P<type>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$", re.DOTALL)
+
+
+def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> dict[str, Any]:
+    """The messages as an Anthropic Messages API request body (``system`` + ``messages``).
+
+    System messages, wherever they are, become the ``system`` text blocks in
+    order (they are trusted by construction). Tool results become
+    ``tool_result`` blocks of a user message; consecutive same-role messages are
+    merged so roles alternate strictly. Blank text blocks are left out and an
+    assistant message with nothing left is omitted. A tool call id reused by a
+    later assistant message is sent as ``<id>_2`` (``_3`` ...) with its result
+    renamed alike (Anthropic wants ids unique per request), and a final
+    assistant turn is sent without trailing whitespace. Run :func:`validate_request`
+    with ``provider="anthropic"`` to know the result is accepted.
+    """
+    system, rendered, _ = _render_anthropic(coerce(messages))
+    body: dict[str, Any] = {"messages": rendered}
+    if system:
+        body["system"] = system
+    return body
+
+
+def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int]]:
+    """(system blocks, alternating messages, index of the first input message of each)."""
+    system: list[dict[str, Any]] = []
+    rendered: list[dict[str, Any]] = []
+    origins: list[int] = []
+    # Anthropic wants tool_use ids unique across the request; OpenAI histories
+    # (local models especially) reuse ids like "call_0" from turn to turn.
+    taken = {c.id for m in messages for c in m.tool_calls}
+    used: set[str] = set()
+    renamed: dict[str, str] = {}  # ids of the current assistant's calls -> ids sent
+    last = max((k for k, m in enumerate(messages) if m.role != "system"), default=-1)
+    for index, m in enumerate(messages):
+        if m.role == "system":
+            system.extend(b for b in _blocks(m) if b["type"] == "text")
+            continue
+        if m.role == "tool":
+            role = "user"
+            blocks = [_tool_result(m, renamed.get(str(m.tool_call_id), m.tool_call_id))]
+        else:
+            role = m.role
+            blocks = _blocks(m)
+            if m.role == "assistant" and m.tool_calls:
+                renamed = {}
+                for c in m.tool_calls:
+                    renamed[c.id] = _unique_id(c.id, used, taken)
+                    blocks.append(_tool_use(renamed[c.id], c.name, c.arguments))
+        if not blocks:
+            if role == "assistant" or index != last:
+                continue  # a blank past turn carries nothing: leave it out
+            blocks = [{"type": "text", "text": ""}]  # the current turn: kept so validation can name it
+        if rendered and rendered[-1]["role"] == role:
+            rendered[-1]["content"].extend(blocks)
+        else:
+            rendered.append({"role": role, "content": blocks})
+            origins.append(index)
+    if _strip_final_assistant(rendered):
+        origins.pop()
+    return system, rendered, origins
+
+
+def _skipped_for_anthropic(m: Message) -> bool:
+    """True for a message with nothing to send (no content blocks, no tool calls) that is not a tool result."""
+    return m.role in ("user", "assistant") and not m.tool_calls and not _blocks(m)
+
+
+def _unique_id(call_id: str, used: set[str], taken: set[str]) -> str:
+    """``call_id``, or ``call_id_N`` when an earlier call of the request already used it."""
+    out, n = call_id, 1
+    while out in used or (out != call_id and out in taken):
+        n += 1
+        out = f"{call_id}_{n}"
+    used.add(out)
+    return out
+
+
+def _strip_final_assistant(rendered: list[dict[str, Any]]) -> bool:
+    """Anthropic rejects a final assistant turn ending with whitespace: strip it (True: turn removed)."""
+    if not rendered or rendered[-1]["role"] != "assistant":
+        return False
+    content = rendered[-1]["content"]
+    if content[-1]["type"] == "text":
+        text = content[-1]["text"].rstrip()
+        if text:
+            content[-1] = {**content[-1], "text": text}
+        else:
+            content.pop()
+    if not content:
+        rendered.pop()
+        return True
+    return False
+
+
+def _blocks(m: Message) -> list[dict[str, Any]]:
+    content = m.content
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content.strip() else []
+    out: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            if b.text.strip():
+                out.append({"type": "text", "text": b.text})
+        elif isinstance(b, ImageBlock):
+            out.append({"type": "image", "source": _source(b.url)})
+        elif isinstance(b, FileBlock):
+            if b.file_id:
+                out.append({"type": "document", "source": {"type": "file", "file_id": b.file_id}})
+            else:
+                data = b.file_data or ""
+                match = _DATA_URL.match(data)  # OpenAI's file_data is a data: URL
+                media, data = (match["type"], match["data"]) if match else ("application/pdf", data)
+                out.append({"type": "document", "source": {"type": "base64", "media_type": media, "data": data}})
+    return out
+
+
+#: base64 image types Anthropic accepts, and common aliases sent as their standard name.
+ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+_IMAGE_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+
+
+def _source(url: str) -> dict[str, Any]:
+    match = _DATA_URL.match(url)
+    if match:
+        media = match["type"].lower()
+        return {"type": "base64", "media_type": _IMAGE_ALIASES.get(media, media), "data": match["data"]}
+    return {"type": "url", "url": url}
+
+
+def _tool_use(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError:
+        parsed = None
+    return {"type": "tool_use", "id": call_id, "name": name, "input": parsed}
+
+
+def _tool_result(m: Message, tool_use_id: str | None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id}
+    content = _blocks(m)
+    if content:
+        block["content"] = content
+    return block
+
+
+def check_anthropic(items: Sequence[Message]) -> None:
+    """Raise :class:`InvalidHistory` for the first message the Messages API would reject (pairing is checked elsewhere)."""
+    last = max((k for k, m in enumerate(items) if m.role != "system"), default=-1)
+    first = next(
+        (k for k, m in enumerate(items) if m.role != "system" and (k == last or not _skipped_for_anthropic(m))), None
+    )
+    if first is None:
+        raise InvalidHistory("Anthropic requires at least one user message; the request has only system messages")
+    if items[first].role != "user":
+        raise InvalidHistory(
+            f"Anthropic requires the first message after the system prompt to come from the user, not {items[first].role!r}",
+            index=first,
+        )
+    for index, m in enumerate(items):
+        if m.role in ("system", "assistant") and content_kinds(m) - {"text"}:
+            raise InvalidHistory(f"Anthropic accepts images and files only from the user, not in a {m.role} message", index=index)
+        for block in m.content if isinstance(m.content, tuple) else ():
+            if isinstance(block, ImageBlock):
+                source = _source(block.url)
+                if source["type"] == "base64" and source["media_type"] not in ANTHROPIC_IMAGE_TYPES:
+                    raise InvalidHistory(
+                        f"Anthropic accepts base64 images as {', '.join(sorted(ANTHROPIC_IMAGE_TYPES))}, not "
+                        f"{source['media_type']}; convert the image (e.g. to PNG) before adding it",
+                        index=index,
+                    )
+        if m.role == "user" and index == last and not _blocks(m):
+            # A blank user message in the past is left out by the renderer; the
+            # current one is the question itself, so sending nothing is refused.
+            raise InvalidHistory("Anthropic rejects a user message with empty content", index=index)
+        for call in m.tool_calls:
+            if not _ANTHROPIC_ID.match(call.id):
+                raise InvalidHistory(f"tool call id {call.id!r} does not match Anthropic's [a-zA-Z0-9_-]+", index=index)
+            if not isinstance(_tool_use(call.id, call.name, call.arguments)["input"], dict):
+                raise InvalidHistory(f"tool call {call.id!r}: Anthropic requires the arguments to be a JSON object", index=index)
+    _, rendered, origins = _render_anthropic(items)
+    for k in range(1, len(rendered)):  # guaranteed by the merge; checked so a regression cannot ship
+        if rendered[k]["role"] == rendered[k - 1]["role"]:  # pragma: no cover
+            raise InvalidHistory("roles do not alternate", index=origins[k])

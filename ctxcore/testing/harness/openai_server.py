@@ -1,0 +1,173 @@
+"""A local HTTP server speaking OpenAI chat-completions JSON, for tests of code that calls a model.
+
+A hosted model is the one part a test cannot run here, so this stands in for it on
+``127.0.0.1`` (a free port) with the real wire protocol: ``POST /v1/chat/completions``
+takes the request body the OpenAI API takes and answers with a ``chat.completion``
+object the official ``openai`` client parses. Every request body and its headers are
+recorded, so a test asserts on what was really sent::
+
+    from ctxcore.testing.harness.openai_server import ChatServer
+
+    with ChatServer(reply=lambda body: "Hello!") as server:
+        client = OpenAI(base_url=server.base_url, api_key="unused")
+        ...
+    assert server.requests[0]["messages"][-1]["role"] == "user"
+
+``reply(body)`` returns the assistant's text, or a whole assistant message dict (with
+``tool_calls`` to make the "model" call tools). Like the real API, the server can refuse
+a request: with ``validate=True`` one that breaks OpenAI's message rules (a tool result
+without its call, ...; checked by :func:`ctxcore.render.validate_request`), and with
+``context_window`` and ``count`` one whose prompt is longer than the window
+(``context_length_exceeded``). ``status`` forces an HTTP error and ``hang`` makes
+requests wait without an answer, to exercise error handling and timeouts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Mapping, Union
+
+from ctxcore.errors import InvalidHistory
+from ctxcore.render import validate_request
+
+__all__ = ["ChatServer", "Reply"]
+
+Reply = Callable[[dict[str, Any]], Union[str, Mapping[str, Any]]]
+"""Makes each answer from the request body: the assistant's text or a whole assistant message."""
+
+_DEFAULT_REPLY = "The user asked for a fix; the assistant read files and found the bug."
+
+
+class ChatServer:
+    """Serve ``POST /v1/chat/completions`` on 127.0.0.1; use as a context manager.
+
+    Args:
+        reply: makes each answer from the request body (default: a fixed summary-like text).
+        validate: refuse, with HTTP 400 as OpenAI does, a request whose messages break
+            OpenAI's rules.
+        context_window: refuse a prompt longer than this many tokens (``count`` measures it).
+        count: ``count(body) -> int``, the prompt tokens of a request body; also reported
+            as ``usage.prompt_tokens``.
+    """
+
+    def __init__(
+        self,
+        reply: Reply | None = None,
+        *,
+        validate: bool = False,
+        context_window: int | None = None,
+        count: Callable[[dict[str, Any]], int] | None = None,
+    ) -> None:
+        if context_window is not None and count is None:
+            raise ValueError("ChatServer: context_window needs count, the function that measures a request")
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.reply: Reply = reply or (lambda body: _DEFAULT_REPLY)
+        self.validate = validate
+        self.context_window = context_window
+        self.count = count
+        self.status = 200
+        self.hang = threading.Event()  # set: requests wait (until the server stops) and never answer in time
+        self._release = threading.Event()
+        self._calls = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` to give an OpenAI client, e.g. ``http://127.0.0.1:40123/v1``."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> ChatServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and JSON payload for one request (the handler sends them)."""
+        if path != "/v1/chat/completions":
+            return 404, _error(f"no route {path}", "invalid_request_error")
+        if self.status != 200:
+            return self.status, _error("model overloaded", "server_error")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return 400, _error("'messages' must be a non-empty array", "invalid_request_error", param="messages")
+        if self.validate:
+            try:
+                validate_request(messages, provider="openai")
+            except InvalidHistory as exc:
+                return 400, _error(f"Invalid parameter: {exc}", "invalid_request_error", param="messages")
+        prompt_tokens = self.count(body) if self.count is not None else 10
+        if self.context_window is not None and prompt_tokens > self.context_window:
+            return 400, _error(
+                f"This model's maximum context length is {self.context_window} tokens. However, your messages "
+                f"resulted in {prompt_tokens} tokens. Please reduce the length of the messages.",
+                "invalid_request_error", param="messages", code="context_length_exceeded",
+            )
+        return 200, self._completion(body, prompt_tokens)
+
+    def _completion(self, body: dict[str, Any], prompt_tokens: int) -> dict[str, Any]:
+        """A ``chat.completion`` object carrying the reply."""
+        made = self.reply(body)
+        message: dict[str, Any] = {"role": "assistant", "content": made} if isinstance(made, str) else dict(made)
+        message.setdefault("role", "assistant")
+        message.setdefault("content", None)
+        self._calls += 1
+        return {
+            "id": f"chatcmpl-test-{self._calls}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or "stub",
+            "choices": [{
+                "index": 0,
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                "message": message,
+                "logprobs": None,
+            }],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 10, "total_tokens": prompt_tokens + 10},
+        }
+
+
+def _error(message: str, kind: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    """An error body shaped like the OpenAI API's."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
+    """The request handler class bound to ``server``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server naming
+            length = int(self.headers.get("Content-Length", "0"))
+            try:
+                body = json.loads(self.rfile.read(length))
+            except json.JSONDecodeError as exc:
+                self._send(400, _error(f"request body is not JSON: {exc}", "invalid_request_error"))
+                return
+            server.requests.append(body)
+            server.headers.append(dict(self.headers))
+            if server.hang.is_set():
+                server._release.wait(10)
+                return
+            self._send(*server.answer(self.path, body))
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler

@@ -1,0 +1,372 @@
+"""Replay a recorded session: build the request before every model call and measure it.
+
+A recorded session is a list of OpenAI-format messages (optionally starting
+with a system prompt), or the state object ``ctx build`` reads
+(``{"messages": [...], "tools": [...], ...}``). Before every assistant message
+there was a model call whose input was everything up to that point; a *turn*
+is a user message (or a run of them) through the final assistant message, and
+each tool-call step inside a turn is its own call.
+
+For every call the request is built (by a ctxcore builder, reused across
+calls so its count cache and the compaction memo work as in a live agent, or
+by any other request function, e.g. LangChain's ``trim_messages``) and
+measured: input tokens, budget fill, reductions, and the *cached prefix*:
+
+    cached_tokens = the tokens of the leading messages of this request that are
+    identical (same rendered OpenAI dict: role, content, name, tool calls,
+    tool_call_id) to the leading messages of the previous request, plus the
+    tool schemas when they are identical too (providers put tools first).
+
+That is what a provider's prompt cache can serve at message granularity (real
+caches work on token blocks, e.g. 1,024 tokens then 128-token steps, and expire
+after minutes; neither is modelled, the same way for every request builder).
+The reply priming is never counted as cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from ctxcore.errors import TranscriptError
+from ctxcore.model.messages import Message
+
+__all__ = [
+    "TranscriptError",
+    "CallPoint",
+    "RequestStats",
+    "CallResult",
+    "TurnResult",
+    "ReplayResult",
+    "PrefixTracker",
+    "load_transcript",
+    "call_points",
+    "builder_requests",
+    "replay_requests",
+    "replay",
+]
+
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class CallPoint:
+    """One model call of the session: ``history`` messages came before it, in turn ``turn`` (1-based)."""
+
+    index: int
+    turn: int
+    history: int
+
+
+@dataclass(frozen=True)
+class RequestStats:
+    """What a request builder produced for one call (the input of the measurement).
+
+    ``rendered`` are the OpenAI dicts sent, ``message_tokens`` their counts (same
+    order), ``input_tokens`` the whole request (messages, tool schemas, priming).
+    """
+
+    rendered: list[dict[str, Any]]
+    message_tokens: list[int]
+    input_tokens: int
+    budget: int | None = None
+    tool_tokens: int = 0
+    tools: Any = None
+    reductions: tuple[str, ...] = ()  # ids of reductions present in the request
+    stages: tuple[str, ...] = ()  # their stages (same order)
+    removed: int = 0  # history messages not sent (dropped or replaced)
+    warnings: int = 0
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """The measurement of one call."""
+
+    index: int
+    turn: int
+    history: int
+    messages: int
+    input_tokens: int
+    cached_tokens: int
+    budget: int | None
+    fill: float | None
+    over_budget: bool
+    reductions: int
+    new_reductions: int
+    new_stages: dict[str, int]
+    removed: int
+
+    @property
+    def cached_share(self) -> float:
+        """Share of the input tokens served from the previous request's prefix."""
+        return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """The calls of one turn, summed (``fill`` is the largest of the turn)."""
+
+    turn: int
+    calls: int
+    input_tokens: int
+    cached_tokens: int
+    fill: float | None
+    over_budget: int
+    new_reductions: int
+    removed: int
+
+    @property
+    def cached_share(self) -> float:
+        """Share of the turn's input tokens served from cached prefixes."""
+        return self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
+@dataclass
+class ReplayResult:
+    """Every call, every turn, and the totals with a cost estimate."""
+
+    calls: list[CallResult]
+    price_per_mtok: float
+    cached_discount: float
+    turns: list[TurnResult] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.turns = _turns(self.calls)
+
+    @property
+    def totals(self) -> dict[str, Any]:
+        """Input and cached tokens, cached share, cost, mean fill and requests over budget."""
+        input_tokens = sum(c.input_tokens for c in self.calls)
+        cached = sum(c.cached_tokens for c in self.calls)
+        fills = [c.fill for c in self.calls if c.fill is not None]
+        price = self.price_per_mtok / 1_000_000
+        return {
+            "calls": len(self.calls),
+            "turns": len(self.turns),
+            "input_tokens": input_tokens,
+            "cached_tokens": cached,
+            "cached_share": cached / input_tokens if input_tokens else 0.0,
+            "cost": (input_tokens - cached) * price + cached * price * self.cached_discount,
+            "cost_without_cache": input_tokens * price,
+            "mean_fill": sum(fills) / len(fills) if fills else None,
+            "max_fill": max(fills) if fills else None,
+            "over_budget": sum(1 for c in self.calls if c.over_budget),
+            "reductions": sum(c.new_reductions for c in self.calls),
+            "price_per_mtok": self.price_per_mtok,
+            "cached_discount": self.cached_discount,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``totals``, ``turns`` and ``calls`` (each with its cached share)."""
+        return {
+            "totals": self.totals,
+            "turns": [{**asdict(t), "cached_share": t.cached_share} for t in self.turns],
+            "calls": [{**asdict(c), "cached_share": c.cached_share} for c in self.calls],
+        }
+
+
+# --------------------------------------------------------------- the session
+def load_transcript(data: Any, source: str = "<transcript>") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The messages of a recorded session and the rest of its state.
+
+    ``data`` is a list of OpenAI message dicts or a state object
+    ``{"messages": [...], ...}`` (the shape ``ctx build --state`` reads); the
+    other keys (``tools``...) are passed to every build.
+
+    Raises:
+        TranscriptError: wrong shape, an invalid message (with its index), or no
+            assistant message (nothing to replay).
+    """
+    extra: dict[str, Any] = {}
+    if isinstance(data, Mapping):
+        if "messages" not in data:
+            raise TranscriptError(f'{source}: no "messages" key; a transcript is a JSON list of messages or {{"messages": [...]}}')
+        extra = {k: v for k, v in data.items() if k != "messages"}
+        data = data["messages"]
+    if not isinstance(data, list):
+        raise TranscriptError(
+            f"{source}: the messages must be a JSON list of OpenAI message objects, not {type(data).__name__}"
+        )
+    tools = extra.get("tools")
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, Mapping) for t in tools)):
+        raise TranscriptError(f"{source}: 'tools' must be a list of tool definitions (JSON objects)")
+    for i, item in enumerate(data):
+        if not isinstance(item, Mapping):
+            raise TranscriptError(f"{source}: messages[{i}] is a {type(item).__name__}, not a message object; "
+                                  'write it as {"role": "user", "content": "..."}')
+        if item.get("role") not in _ROLES:
+            raise TranscriptError(f"{source}: messages[{i}] has role {item.get('role')!r}; use one of {', '.join(_ROLES)}")
+        try:
+            Message.from_openai(item)
+        except (ValueError, TypeError, KeyError) as exc:
+            detail = " ".join(str(exc).split())
+            raise TranscriptError(f"{source}: messages[{i}] is not a valid OpenAI message: {detail}") from exc
+    if not any(item["role"] == "assistant" for item in data):
+        raise TranscriptError(f"{source}: no assistant message, so no model call to replay; "
+                              "a transcript records the model's replies as assistant messages")
+    return list(data), extra
+
+
+def call_points(messages: Sequence[Mapping[str, Any]]) -> list[CallPoint]:
+    """A call before every assistant message; a new turn at each user message that follows a non-user one."""
+    points: list[CallPoint] = []
+    turn = 0
+    previous_role: str | None = None
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role == "user" and previous_role != "user":
+            turn += 1
+        elif role == "assistant":
+            points.append(CallPoint(index=len(points), turn=max(turn, 1), history=i))
+        previous_role = role
+    return points
+
+
+# ------------------------------------------------------------------ measuring
+class PrefixTracker:
+    """Tokens of a request's leading messages identical to the previous request's (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._previous: list[dict[str, Any]] = []
+        self._tools: Any = None
+        self._started = False
+
+    def observe(self, request: RequestStats) -> int:
+        """The cached tokens of ``request``; it becomes the previous request."""
+        cached = 0
+        if self._started and request.tools == self._tools:
+            cached = request.tool_tokens
+            previous = self._previous
+            for k, (rendered, tokens) in enumerate(zip(request.rendered, request.message_tokens, strict=True)):
+                if k >= len(previous) or previous[k] != rendered:
+                    break
+                cached += tokens
+        self._previous, self._tools, self._started = request.rendered, request.tools, True
+        return cached
+
+
+def replay_requests(
+    messages: Sequence[Mapping[str, Any]],
+    request: Callable[[int], RequestStats],
+    *,
+    price_per_mtok: float = 3.0,
+    cached_discount: float = 0.1,
+    on_call: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
+    """Measure ``request(history_length)`` before every model call of ``messages``.
+
+    ``request`` builds the request for the first ``history_length`` messages;
+    ``on_call(done, total)`` reports progress after each call.
+    """
+    if price_per_mtok < 0 or not 0 <= cached_discount <= 1:
+        raise ValueError("price_per_mtok must be >= 0 and cached_discount between 0 and 1")
+    points = call_points(messages)
+    tracker = PrefixTracker()
+    results: list[CallResult] = []
+    seen: set[str] = set()
+    for point in points:
+        stats = request(point.history)
+        cached = tracker.observe(stats)
+        new = [(r, s) for r, s in zip(stats.reductions, stats.stages, strict=True) if r not in seen]
+        seen = set(stats.reductions)
+        stages: dict[str, int] = {}
+        for _, stage in new:
+            stages[stage] = stages.get(stage, 0) + 1
+        fill = stats.input_tokens / stats.budget if stats.budget else None
+        results.append(CallResult(
+            index=point.index, turn=point.turn, history=point.history, messages=len(stats.rendered),
+            input_tokens=stats.input_tokens, cached_tokens=cached, budget=stats.budget, fill=fill,
+            over_budget=stats.budget is not None and stats.input_tokens > stats.budget,
+            reductions=len(stats.reductions), new_reductions=len(new), new_stages=stages, removed=stats.removed,
+        ))
+        if on_call is not None:
+            on_call(len(results), len(points))
+    return ReplayResult(results, price_per_mtok, cached_discount)
+
+
+def builder_requests(
+    builder: Any, messages: Sequence[Mapping[str, Any]], state: Mapping[str, Any] | None = None,
+    runtime: Mapping[str, Any] | None = None,
+) -> Callable[[int], RequestStats]:
+    """A request function for :func:`replay_requests` that builds with ``builder`` (one builder for every call).
+
+    ``state`` holds the other state keys (``tools``...); ``state["messages"]``
+    is the history so far. Rendered dicts of unchanged messages are reused
+    from the previous call, so a call costs what its build costs.
+    """
+    base = dict(state or {})
+    run = dict(runtime or {})
+    counter = builder.counter
+    rendered_by_id: dict[int, tuple[Message, dict[str, Any]]] = {}
+
+    def request(history: int) -> RequestStats:
+        nonlocal rendered_by_id
+        built = builder.build({**base, "messages": messages[:history]}, run)
+        report = built.report
+        memo: dict[int, tuple[Message, dict[str, Any]]] = {}
+        rendered = []
+        for m in built.messages:
+            hit = rendered_by_id.get(id(m))
+            d = hit[1] if hit is not None and hit[0] is m else m.to_openai()
+            memo[id(m)] = (m, d)
+            rendered.append(d)
+        rendered_by_id = memo
+        compressions = report.compressions
+        return RequestStats(
+            rendered=rendered,
+            message_tokens=[counter.count_message(m) for m in built.messages],
+            input_tokens=report.total_tokens,
+            budget=report.budget,
+            tool_tokens=report.tool_tokens,
+            tools=base.get("tools"),
+            reductions=tuple(c.new_id for c in compressions),
+            stages=tuple(c.stage for c in compressions),
+            removed=report.removed_count,
+            warnings=len(report.warnings),
+        )
+
+    return request
+
+
+def replay(
+    builder: Any,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    state: Mapping[str, Any] | None = None,
+    runtime: Mapping[str, Any] | None = None,
+    price_per_mtok: float = 3.0,
+    cached_discount: float = 0.1,
+    on_call: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
+    """Replay ``messages`` through ``builder`` (a :class:`~ctxcore.engine.builder.ContextBuilder`).
+
+    ``cached_discount`` is the fraction of the price a cached input token costs
+    (0.1: cached tokens cost 10% of ``price_per_mtok``).
+    """
+    return replay_requests(
+        messages, builder_requests(builder, messages, state, runtime),
+        price_per_mtok=price_per_mtok, cached_discount=cached_discount, on_call=on_call,
+    )
+
+
+def _turns(calls: Sequence[CallResult]) -> list[TurnResult]:
+    out: list[TurnResult] = []
+    group: list[CallResult] = []
+
+    def close() -> None:
+        fills = [c.fill for c in group if c.fill is not None]
+        out.append(TurnResult(
+            turn=group[0].turn, calls=len(group), input_tokens=sum(c.input_tokens for c in group),
+            cached_tokens=sum(c.cached_tokens for c in group), fill=max(fills) if fills else None,
+            over_budget=sum(1 for c in group if c.over_budget), new_reductions=sum(c.new_reductions for c in group),
+            removed=group[-1].removed,
+        ))
+
+    for c in calls:
+        if group and c.turn != group[0].turn:
+            close()
+            group = []
+        group.append(c)
+    if group:
+        close()
+    return out
