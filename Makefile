@@ -85,7 +85,7 @@ lint-imports:
 
 # Pyflakes, syntax and bugbear checks, and types of the core and every plugin package.
 lint: install lint-imports
-	$(VENV)/bin/ruff check --select F,E9,B --target-version py310 --output-format concise ctxcore plugins examples tests bench tools
+	$(VENV)/bin/ruff check --select F,E9,B,I,UP --target-version py310 --output-format concise ctxcore plugins examples tests bench tools
 	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
 	$(foreach p,$(PLUGIN_PROJECTS),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
 

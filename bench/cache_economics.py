@@ -26,8 +26,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -38,7 +39,12 @@ from workload import coding_agent_transcript  # noqa: E402
 from ctxcore import Pipeline  # noqa: E402
 from ctxcore.engine.budget import CachedCounter  # noqa: E402
 from ctxcore.model.messages import Message  # noqa: E402
-from ctxcore.tools.replay import ReplayResult, RequestStats, builder_requests, replay_requests  # noqa: E402
+from ctxcore.tools.replay import (  # noqa: E402
+    ReplayResult,
+    RequestStats,
+    builder_requests,
+    replay_requests,
+)
 
 SYSTEM = "You are a careful coding agent. Read files before editing them, run the tests after every change."
 MARK_START, MARK_END = markers("cache")
@@ -80,7 +86,12 @@ def run_ctxcore(messages: list[dict[str, Any]], budget: int, trigger: float | No
 
 def langchain_requests(messages: list[dict[str, Any]], budget: int, counter: CachedCounter) -> Callable[[int], RequestStats]:
     """A request function: LangChain's per-call sliding window over the same history."""
-    from langchain_core.messages import SystemMessage, convert_to_messages, convert_to_openai_messages, trim_messages
+    from langchain_core.messages import (
+        SystemMessage,
+        convert_to_messages,
+        convert_to_openai_messages,
+        trim_messages,
+    )
 
     history = [SystemMessage(SYSTEM), *convert_to_messages(messages)]
     counts: dict[int, tuple[Any, int]] = {}
@@ -226,7 +237,10 @@ def write_docs(text: str, path: Path = DOCS) -> None:
 
 def run(n: int, budget: int, *, do_sweep: bool, command: str, host: Any = None) -> dict[str, Any]:
     """Replay both sides (and the sweep); return everything the report needs."""
-    from ctxcore_filters.compaction_config import DEFAULT_TARGET_RATIO, DEFAULT_TRIGGER_RATIO
+    from ctxcore_filters.compaction_config import (
+        DEFAULT_TARGET_RATIO,
+        DEFAULT_TRIGGER_RATIO,
+    )
 
     messages = coding_agent_transcript(n)
     started = time.perf_counter()

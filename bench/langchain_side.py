@@ -24,9 +24,16 @@ ctxcore output gives the same number as ctxcore's own counter.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 __all__ = ["to_langchain", "ExactCl100kCounter", "ROLES"]
 

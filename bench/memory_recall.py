@@ -22,14 +22,19 @@ import json
 import os
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from ctxcore.plugins.host import PluginHost
-from ctxcore.testing.harness.memory_recall import RECALL_MEMORIES, RECALL_QUERIES, recall_at_k
+from ctxcore.testing.harness.memory_recall import (
+    RECALL_MEMORIES,
+    RECALL_QUERIES,
+    recall_at_k,
+)
 
 KS = (1, 3, 5)
 
@@ -48,7 +53,10 @@ def _postgres_dsn(given: str | None) -> Iterator[str | None]:
         yield dsn
         return
     try:
-        from ctxcore.testing.harness.postgres import PostgresUnavailable, throwaway_cluster
+        from ctxcore.testing.harness.postgres import (
+            PostgresUnavailable,
+            throwaway_cluster,
+        )
     except ImportError as exc:  # pytest missing: no throwaway cluster helper
         Console(stderr=True).print(f"postgres skipped: {exc}")
         yield None

@@ -40,10 +40,11 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -54,7 +55,12 @@ import ctxcore_counters.plugin  # noqa: E402
 import ctxcore_filters.plugin  # noqa: E402
 import ctxcore_providers.plugin  # noqa: E402
 from ctxcore_counters.tiktoken_counter import TiktokenCounter  # noqa: E402
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, trim_messages  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    trim_messages,
+)
 from langchain_side import ExactCl100kCounter, to_langchain  # noqa: E402
 from report_table import markdown_table, write_section  # noqa: E402
 from workload import as_messages, coding_agent_transcript  # noqa: E402
@@ -63,8 +69,8 @@ from ctxcore import CachedCounter, Pipeline  # noqa: E402
 from ctxcore.engine.builder import BuiltContext  # noqa: E402
 from ctxcore.errors import InvalidHistory  # noqa: E402
 from ctxcore.model.messages import Message  # noqa: E402
-from ctxcore.testing import fresh_host  # noqa: E402
 from ctxcore.model.transactions import check_tool_pairing  # noqa: E402
+from ctxcore.testing import fresh_host  # noqa: E402
 
 __all__ = ["Config", "Target", "Results", "run", "render", "main", "SYSTEM_PROMPT", "SECTION"]
 

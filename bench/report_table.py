@@ -16,8 +16,8 @@ rows the same way for every benchmark.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 __all__ = ["markers", "replace_section", "write_section", "markdown_table"]
 

@@ -4,14 +4,30 @@ Providers contribute messages, filters fit them to the model's budget without
 splitting tool calls from their results, and every build returns a report of
 what each component added, dropped and cost. Plugins register components
 through the ``ctxcore`` entry-point group; YAML pipelines compose them by name.
+
+This module is the user's surface (a pinned ``__all__``). The code lives in
+layers that import only downward (docs/architecture.md): ``errors`` and
+``redaction``, then ``model``, ``render``, ``engine``, ``kit`` (the plugin
+author's surface), ``plugins``, ``pipeline``, ``runtime``, ``tools`` and
+``cli``, with ``testing`` beside ``tools``.
 """
 
 from ctxcore.engine.budget import CachedCounter, CountCache, FilterContext, ModelBudget
 from ctxcore.engine.builder import BuiltContext, ContextBuilder, Step
 from ctxcore.engine.counting import MessageCounter
+from ctxcore.engine.protocols import (
+    Checkpointer,
+    Filter,
+    MemoryStore,
+    Provider,
+    Summarizer,
+    TokenCounter,
+)
+from ctxcore.engine.report import BuildReport, MessageRecord
 from ctxcore.errors import (
     BudgetExceeded,
     CheckpointCorrupt,
+    ComponentConflict,
     ComponentError,
     ConfigError,
     ConfigIssue,
@@ -23,11 +39,9 @@ from ctxcore.errors import (
     StaleWrite,
     TranscriptError,
     UnknownComponent,
-    ComponentConflict,
     UnstorableState,
 )
-from ctxcore.plugins.hookspecs import hookimpl
-from ctxcore.runtime.message_store import StateMessageStore
+from ctxcore.model.memory_item import MemoryItem
 from ctxcore.model.messages import (
     ContentBlock,
     FileBlock,
@@ -40,17 +54,6 @@ from ctxcore.model.messages import (
     system,
     tool,
 )
-from ctxcore.model.memory_item import MemoryItem
-from ctxcore.runtime.memory_service import MemoryService
-from ctxcore.runtime.memory_tools import create_memory_tools
-from ctxcore.pipeline.spec import Pipeline, PipelineSpec
-from ctxcore.pipeline.presets import PromptRuntimeContext
-from ctxcore.plugins.host import PluginHost, PluginInfo
-from ctxcore.engine.protocols import Checkpointer, Filter, MemoryStore, Provider, Summarizer, TokenCounter
-from ctxcore.plugins.registry import Component, Registry
-from ctxcore.render import to_anthropic, to_openai, validate_request
-from ctxcore.engine.report import BuildReport, MessageRecord
-from ctxcore.render.target import TargetSpec
 from ctxcore.model.transactions import (
     LegalStart,
     SanitizeResult,
@@ -60,6 +63,16 @@ from ctxcore.model.transactions import (
     legal_start,
     sanitize_tool_call_history,
 )
+from ctxcore.pipeline.presets import PromptRuntimeContext
+from ctxcore.pipeline.spec import Pipeline, PipelineSpec
+from ctxcore.plugins.hookspecs import hookimpl
+from ctxcore.plugins.host import PluginHost, PluginInfo
+from ctxcore.plugins.registry import Component, Registry
+from ctxcore.render import to_anthropic, to_openai, validate_request
+from ctxcore.render.target import TargetSpec
+from ctxcore.runtime.memory_service import MemoryService
+from ctxcore.runtime.memory_tools import create_memory_tools
+from ctxcore.runtime.message_store import StateMessageStore
 
 __version__ = "0.1.0"
 
@@ -133,6 +146,8 @@ __all__ = [
 
 # Library default: ctxcore's log events go to stderr at warning and above, redacted,
 # unless the application configured structlog itself (see docs/logging.md).
-from ctxcore.runtime.logging_setup import configure_default_logging as _configure_default_logging  # noqa: E402
+from ctxcore.runtime.logging_setup import (
+    configure_default_logging as _configure_default_logging,  # noqa: E402
+)
 
 _configure_default_logging()

@@ -10,8 +10,9 @@ the error derives from both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = [
     "CtxError",

@@ -10,8 +10,8 @@ sys.path.insert(0, str(BENCH))
 
 from workload import MAX_RESULT, MIN_RESULT, as_messages, coding_agent_transcript  # noqa: E402
 
-from ctxcore.render import validate_request  # noqa: E402
 from ctxcore.model.transactions import sanitize_tool_call_history  # noqa: E402
+from ctxcore.render import validate_request  # noqa: E402
 
 
 def test_exact_length_deterministic_and_seeded() -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ctxcore.testing.contracts.budget_filter import BudgetFilterContract, protected_histories
+from ctxcore.testing.contracts.budget_filter import (
+    BudgetFilterContract,
+    protected_histories,
+)
 
 
 def run_check(method: str, make_filter) -> None:

@@ -20,17 +20,24 @@ import os
 import pytest
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import MaxMessages, TokenBudget
-from hypothesis import HealthCheck, settings
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore.engine.budget import CachedCounter, ModelBudget
 from ctxcore.engine.builder import BuiltContext, ContextBuilder
 from ctxcore.errors import BudgetExceeded, InvalidHistory
-from ctxcore.model.messages import ImageBlock, Message, TextBlock, ai, human, system, tool
+from ctxcore.model.messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ai,
+    human,
+    system,
+    tool,
+)
+from ctxcore.model.transactions import sanitize_tool_call_history
 from ctxcore.render import validate_request
 from ctxcore.render.target import TargetSpec
-from ctxcore.model.transactions import sanitize_tool_call_history
 
 settings.register_profile(
     "ci", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]

@@ -21,8 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore.engine.builder import BuiltContext, ContextBuilder
+from ctxcore.engine.lazy import (
+    LazyMessages,
+    MessageChain,
+    PrefixMemo,
+    Snapshot,
+    structure_of,
+)
 from ctxcore.errors import CtxError
-from ctxcore.engine.lazy import LazyMessages, MessageChain, PrefixMemo, Snapshot, structure_of
 from ctxcore.model.messages import Message, ai, human, system, tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import MaxMessages, TokenBudget
 from ctxcore_providers import History, StaticPrompt
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxcore import hookimpl
 from ctxcore.engine.builder import ContextBuilder, Step

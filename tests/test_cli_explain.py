@@ -8,7 +8,6 @@ import pytest
 
 from ctxcore.cli.explain import budget_rows, decisions
 from ctxcore.engine.report import BuildReport, MessageRecord
-
 from tests.test_cli import ROOT, STATE, ctx
 
 BUDGETING = ROOT / "examples" / "budgeting.yaml"

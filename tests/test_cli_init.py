@@ -31,7 +31,7 @@ def test_init_then_build(tmp_path: Path, preset: str) -> None:
     project = tmp_path / "project"
     text = (project / "ctxcore.yaml").read_text(encoding="utf-8")
     assert text.splitlines()[0] == MODELINE
-    schema = json.loads((project / "ctxcore.pipeline.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((project / "ctxcore.schema.json").read_text(encoding="utf-8"))
     assert not list(jsonschema.Draft202012Validator(schema).iter_errors(yaml.safe_load(text)))
 
     built = _ctx("build", "ctxcore.yaml", "--state", "state.json", cwd=project)

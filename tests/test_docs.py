@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 import pytest
 
-from ctxcore.plugins import hookspecs
 from ctxcore.cli import cli
+from ctxcore.plugins import hookspecs
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

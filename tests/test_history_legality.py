@@ -6,7 +6,12 @@ import pytest
 
 from ctxcore.errors import InvalidHistory
 from ctxcore.model.messages import Message, ToolCall, ai, human, system, tool
-from ctxcore.model.transactions import INTERRUPTED_RESULT, check_tool_pairing, legal_start, sanitize_tool_call_history
+from ctxcore.model.transactions import (
+    INTERRUPTED_RESULT,
+    check_tool_pairing,
+    legal_start,
+    sanitize_tool_call_history,
+)
 
 
 def call(*ids: str, name: str = "read_file") -> Message:

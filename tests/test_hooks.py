@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from pydantic import BaseModel
 
 from ctxcore import hookimpl
-from ctxcore.plugins import hookspecs
 from ctxcore.engine.builder import Step
 from ctxcore.model.messages import human
 from ctxcore.pipeline.spec import Pipeline
+from ctxcore.plugins import hookspecs
 from ctxcore.testing import fresh_host
 
 

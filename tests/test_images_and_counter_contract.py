@@ -10,7 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxcore.engine.counting import MessageCounter
-from ctxcore.model.images import UNKNOWN_SIZE_TOKENS, image_size, openai_image_tokens, sniff_size
+from ctxcore.model.images import (
+    UNKNOWN_SIZE_TOKENS,
+    image_size,
+    openai_image_tokens,
+    sniff_size,
+)
 from ctxcore.model.messages import ImageBlock, Message
 from ctxcore.testing.contracts.counter import CounterContract, png_data_url
 

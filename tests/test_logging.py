@@ -27,9 +27,9 @@ import pytest
 import structlog
 from pydantic import BaseModel
 
+from ctxcore.redaction import DEFAULT_REDACTOR
 from ctxcore.runtime import logging_setup
 from ctxcore.runtime.logging_setup import configure_logging
-from ctxcore.redaction import DEFAULT_REDACTOR
 
 ENV_KEY = "sk-CANARYenv0123456789abcdef"
 DSN_PASSWORD = "CANARYpgPass77"

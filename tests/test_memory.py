@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from ctxcore.engine.protocols import AsyncMemoryStore, MemoryStore
 from ctxcore.kit.memory import (
     DEFAULT_NAMESPACE,
     MemoryItem,
@@ -20,11 +21,10 @@ from ctxcore.kit.memory import (
     memory_text,
     resolve_namespace,
 )
-from ctxcore.runtime.memory_service import MemoryService
-from ctxcore.runtime.memory_tools import create_memory_tools
 from ctxcore.model.messages import ai, human
 from ctxcore.pipeline.spec import Pipeline
-from ctxcore.engine.protocols import AsyncMemoryStore, MemoryStore
+from ctxcore.runtime.memory_service import MemoryService
+from ctxcore.runtime.memory_tools import create_memory_tools
 from ctxcore.testing import fresh_host
 
 

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from ctxcore.model.messages import Message, ai, human, tool
 from ctxcore.runtime.message_store import (
     LenientMessageCoercer,
     MaxCountRetention,
@@ -13,7 +14,6 @@ from ctxcore.runtime.message_store import (
     StateMessageStore,
     StrictMessageCoercer,
 )
-from ctxcore.model.messages import Message, ai, human, tool
 
 
 class TestCoercers:

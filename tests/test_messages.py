@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ctxcore.model.messages import ImageBlock, Message, TextBlock, ToolCall, ai, human, system, tool
+from ctxcore.model.messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolCall,
+    ai,
+    human,
+    system,
+    tool,
+)
 
 
 class TestFactories:

@@ -143,10 +143,9 @@ class TestDifferences:
 def test_the_guides_pipeline_is_valid(plugins: Any) -> None:
     """The YAML of the guide's 'common call' compiles, and the error it quotes is the one token_budget raises."""
     import re
+    from pathlib import Path
 
     import yaml
-
-    from pathlib import Path
 
     guide = (Path(__file__).resolve().parent.parent / "docs" / "migrating-from-langchain.md").read_text(encoding="utf-8")
     block = re.search(r"```yaml\n(.*?)```", guide, re.DOTALL)

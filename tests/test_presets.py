@@ -14,9 +14,19 @@ from hypothesis import strategies as st
 from ctxcore import ContextBuilder, Pipeline
 from ctxcore.cli import cli
 from ctxcore.errors import ConfigError
+from ctxcore.kit.prompts import (
+    DEFAULT_PROMPTS,
+    PROJECT_CONFIG_ENV,
+    load_project_prompts,
+)
+from ctxcore.pipeline.presets import (
+    PromptRuntimeContext,
+    available_presets,
+    preset_pipeline,
+    preset_text,
+    resolve_skills_dir,
+)
 from ctxcore.plugins.host import reset_default_host
-from ctxcore.pipeline.presets import PromptRuntimeContext, available_presets, preset_pipeline, preset_text, resolve_skills_dir
-from ctxcore.kit.prompts import DEFAULT_PROMPTS, PROJECT_CONFIG_ENV, load_project_prompts
 
 pytestmark = pytest.mark.integration
 

@@ -5,10 +5,19 @@ from __future__ import annotations
 import pytest
 
 from ctxcore.engine.builder import BuiltContext
-from ctxcore.errors import InvalidHistory
-from ctxcore.model.messages import ImageBlock, Message, TextBlock, ToolCall, ai, human, system, tool
-from ctxcore.render import to_anthropic, to_openai, validate_request
 from ctxcore.engine.report import BuildReport
+from ctxcore.errors import InvalidHistory
+from ctxcore.model.messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolCall,
+    ai,
+    human,
+    system,
+    tool,
+)
+from ctxcore.render import to_anthropic, to_openai, validate_request
 
 
 def call(*ids: str, text: str | None = None) -> Message:

@@ -21,7 +21,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore.errors import InvalidHistory
-from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock, ai, human, system, tool
+from ctxcore.model.messages import (
+    FileBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ai,
+    human,
+    system,
+    tool,
+)
 from ctxcore.render import to_anthropic, validate_request
 
 

@@ -20,7 +20,6 @@ from ctxcore.tools.replay import (
     load_transcript,
     replay,
 )
-
 from tests.test_cli import ROOT, ctx
 
 sys.path.insert(0, str(ROOT / "bench"))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ctxcore.engine.budget import CachedCounter
 from ctxcore.engine.counting import MessageCounter
-from ctxcore.model.messages import human
 from ctxcore.engine.report import BuildReport, Compression
+from ctxcore.model.messages import human
 
 
 class Chars(MessageCounter):

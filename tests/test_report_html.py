@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ctxcore.errors import BudgetExceeded
-from ctxcore.tools.html_report import render_html, report_payload
 from ctxcore.pipeline.spec import Pipeline
+from ctxcore.tools.html_report import render_html, report_payload
 from tests.test_cli import ROOT, ctx
 from tools import chromium
 

@@ -25,7 +25,12 @@ from click.testing import CliRunner
 
 from ctxcore.cli import cli
 from ctxcore.plugins.registry import KINDS
-from ctxcore.tools.scaffold import ScaffoldError, create_plugin, plugin_names, render_plugin
+from ctxcore.tools.scaffold import (
+    ScaffoldError,
+    create_plugin,
+    plugin_names,
+    render_plugin,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -198,7 +203,7 @@ def test_templates_ship_in_the_wheel(tmp_path: Path) -> None:
     (wheel,) = (tmp_path / "dist").glob("ctxcore-*.whl")
     shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("ctxcore/tools/scaffold_templates/")}
     expected = {f"ctxcore/{p.relative_to(ROOT / 'ctxcore').as_posix()}"
-                for p in (ROOT / "ctxcore" / "scaffold_templates").rglob("*.tmpl")}
+                for p in (ROOT / "ctxcore" / "tools" / "scaffold_templates").rglob("*.tmpl")}
     assert len(expected) == 4 + 2 * len(KINDS)
     assert shipped == expected
 
@@ -208,6 +213,6 @@ def test_scaffolds_pass_the_projects_linters(installed: dict[str, Path]) -> None
     """The generated code is held to the bar of ctxcore's own plugins: ruff and mypy are clean."""
     bin_dir = Path(sys.executable).parent
     root = next(iter(installed.values())).parent
-    _run(bin_dir / "ruff", "check", "--select", "F,E9,B", "--target-version", "py310", "--no-cache", root, cwd=root)
+    _run(bin_dir / "ruff", "check", "--select", "F,E9,B,I,UP", "--target-version", "py310", "--no-cache", root, cwd=root)
     packages = [target / f"acme_{kind}_plugin" for kind, target in installed.items()]
     _run(sys.executable, "-m", "mypy", "--ignore-missing-imports", "--no-incremental", *packages, cwd=root)

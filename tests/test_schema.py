@@ -22,11 +22,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore.model.safe_yaml import load_yaml
 from ctxcore.errors import ConfigError
+from ctxcore.model.safe_yaml import load_yaml
+from ctxcore.pipeline.schema import pipeline_schema
 from ctxcore.pipeline.spec import Pipeline, PipelineSpec
 from ctxcore.plugins.host import PluginHost
-from ctxcore.pipeline.schema import pipeline_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 PRESETS = sorted((ROOT / "plugins/providers/ctxcore-providers/ctxcore_providers/presets").glob("*.yaml"))

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from ctxcore.testing.harness.postgres import PostgresUnavailable, find_bindir, throwaway_cluster, unavailable
+from ctxcore.testing.harness.postgres import (
+    PostgresUnavailable,
+    find_bindir,
+    throwaway_cluster,
+    unavailable,
+)
 
 
 def test_missing_binaries_say_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -8,7 +8,11 @@ from hypothesis import strategies as st
 
 from ctxcore.errors import InvalidHistory
 from ctxcore.model.messages import ai, human, system, tool
-from ctxcore.model.transactions import check_tool_pairing, group_units, pinned_prefix_length
+from ctxcore.model.transactions import (
+    check_tool_pairing,
+    group_units,
+    pinned_prefix_length,
+)
 
 
 def call(*ids: str):
@@ -66,12 +70,12 @@ class TestPairing:
 
     def test_result_without_call(self) -> None:
         """A leading tool result is reported with its index."""
-        with pytest.raises(InvalidHistory, match=r"message 1: tool result for call 'a' has no assistant call"):
+        with pytest.raises(InvalidHistory, match=r"message 1: tool result for call 'a' does not answer a call of the assistant message before it"):
             check_tool_pairing([human("q"), tool("r", tool_call_id="a")])
 
     def test_unanswered_call_in_the_middle(self) -> None:
         """A call followed by a user message without its result is rejected."""
-        with pytest.raises(InvalidHistory, match="message 1: tool call 'a' is never answered"):
+        with pytest.raises(InvalidHistory, match="message 1: tool call 'a' is not answered before message 2"):
             check_tool_pairing([human("q"), call("a"), human("next")])
 
     def test_unanswered_call_at_the_end(self) -> None:

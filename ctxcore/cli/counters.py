@@ -11,14 +11,20 @@ from __future__ import annotations
 import json
 import sys
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
 from ctxcore.cli._common import fail, state
-from ctxcore.plugins.registry import Component, ComponentConflict, Registry, UnknownComponent
+from ctxcore.plugins.registry import (
+    Component,
+    ComponentConflict,
+    Registry,
+    UnknownComponent,
+)
 
 __all__ = ["count", "counters", "counters_compare", "resolve_counter", "chunks"]
 
@@ -123,7 +129,13 @@ def _count_texts(counters: list[Any], texts: dict[str, str], progress: bool | No
                 results[i][name] = sum(counter.count_text(piece) for piece in chunks(text))
         return results
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeRemainingColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:

@@ -14,11 +14,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ctxcore.cli._common import echo_issues, fail, load_pipeline, parse_runtime, read_state
-from ctxcore.errors import ConfigError, CtxError
-from ctxcore.tools.explain import budget_rows, decisions, explain_payload
+from ctxcore.cli._common import (
+    echo_issues,
+    fail,
+    load_pipeline,
+    parse_runtime,
+    read_state,
+)
 from ctxcore.engine.builder import BuiltContext
 from ctxcore.engine.report import BuildReport
+from ctxcore.errors import ConfigError, CtxError
+from ctxcore.tools.explain import budget_rows, decisions, explain_payload
 
 __all__ = ["budget_rows", "decisions", "print_explain", "build_from_cli"]
 

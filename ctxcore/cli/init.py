@@ -20,7 +20,7 @@ __all__ = ["PIPELINE_FILE", "STATE_FILE", "SCHEMA_FILE", "MODELINE", "example_st
 
 PIPELINE_FILE = "ctxcore.yaml"
 STATE_FILE = "state.json"
-SCHEMA_FILE = "ctxcore.pipeline.schema.json"
+SCHEMA_FILE = "ctxcore.schema.json"
 #: first line of the starter pipeline: editors with the YAML language server check the file against the schema.
 MODELINE = f"# yaml-language-server: $schema=./{SCHEMA_FILE}"
 
@@ -81,7 +81,7 @@ def init(ctx: click.Context, directory: str, preset: str, force: bool) -> None:
     """Write a starter pipeline, an example state and the pipeline schema into DIRECTORY.
 
     Writes ctxcore.yaml (the preset's YAML with the schema modeline),
-    state.json (a conversation `ctx build` accepts) and ctxcore.pipeline.schema.json.
+    state.json (a conversation `ctx build` accepts) and ctxcore.schema.json.
     """
     from ctxcore.pipeline.presets import preset_text
     from ctxcore.pipeline.schema import pipeline_schema

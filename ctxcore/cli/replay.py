@@ -16,9 +16,22 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ctxcore.cli._common import echo_issues, fail, load_pipeline, parse_runtime, read_json
+from ctxcore.cli._common import (
+    echo_issues,
+    fail,
+    load_pipeline,
+    parse_runtime,
+    read_json,
+)
 from ctxcore.errors import ConfigError, CtxError
-from ctxcore.tools.replay import ReplayResult, TranscriptError, builder_requests, call_points, load_transcript, replay_requests
+from ctxcore.tools.replay import (
+    ReplayResult,
+    TranscriptError,
+    builder_requests,
+    call_points,
+    load_transcript,
+    replay_requests,
+)
 
 __all__ = ["print_replay"]
 
@@ -52,7 +65,13 @@ def print_replay(result: ReplayResult, console: Console) -> None:
 
 
 def _progress(enabled: bool) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     return Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                     console=Console(stderr=True), transient=True, disable=not enabled)

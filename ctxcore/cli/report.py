@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from ctxcore.engine.builder import coerce_messages
 from ctxcore.cli._common import fail, read_state
 from ctxcore.cli.explain import build_from_cli
-from ctxcore.tools.html_report import pipeline_context, render_html, report_payload
+from ctxcore.engine.builder import coerce_messages
 from ctxcore.model.messages import Message
+from ctxcore.tools.html_report import pipeline_context, render_html, report_payload
 
 __all__ = ["report"]
 

@@ -18,8 +18,8 @@ def pipeline_schema_command(ctx: click.Context, indent: int) -> None:
     """Print the JSON Schema (draft 2020-12) of pipeline files for the installed components.
 
     Write it next to your pipelines and point the YAML language server at it:
-    `ctx pipeline schema > ctxcore.pipeline.schema.json`, then start the YAML file with
-    `# yaml-language-server: $schema=./ctxcore.pipeline.schema.json`.
+    `ctx pipeline schema > ctxcore.schema.json`, then start the YAML file with
+    `# yaml-language-server: $schema=./ctxcore.schema.json`.
     """
     from ctxcore.pipeline.schema import pipeline_schema
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ctxcore.model.messages import Message
 from ctxcore.engine.protocols import TokenCounter
+from ctxcore.model.messages import Message
 
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.engine.report import BuildReport

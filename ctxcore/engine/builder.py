@@ -11,21 +11,33 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import structlog
 
 from ctxcore.engine.budget import CachedCounter, FilterContext, ModelBudget
-from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
-from ctxcore.engine.lazy import LazyMessages, MessageChain, PrefixMemo, is_lazy, structure_of
-from ctxcore.model.messages import Message
+from ctxcore.engine.lazy import (
+    LazyMessages,
+    MessageChain,
+    PrefixMemo,
+    is_lazy,
+    structure_of,
+)
 from ctxcore.engine.protocols import TokenCounter
-from ctxcore.render import to_anthropic, validate_request
 from ctxcore.engine.report import BuildReport, ComponentTiming
+from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
+from ctxcore.model.messages import Message
+from ctxcore.model.transactions import (
+    check_tool_pairing,
+    legal_start,
+    open_calls_after,
+    sanitize_tool_call_history,
+)
+from ctxcore.render import to_anthropic, validate_request
 from ctxcore.render.target import TargetSpec
-from ctxcore.model.transactions import check_tool_pairing, legal_start, open_calls_after, sanitize_tool_call_history
 
 __all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages", "register_preset_factories"]
 

@@ -19,7 +19,8 @@ each other.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ctxcore.model.images import image_size, openai_image_tokens
 from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock

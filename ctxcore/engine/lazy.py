@@ -20,7 +20,13 @@ the next walk over an append-only list resumes after the unchanged prefix
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar, overload
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import (
+    Any,
+    Generic,
+    TypeVar,
+    overload,
+)
 
 from ctxcore.model.messages import Message
 

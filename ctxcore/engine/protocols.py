@@ -7,7 +7,8 @@ when present (``abuild``) and otherwise calls the sync method.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ctxcore.model.messages import Message
 

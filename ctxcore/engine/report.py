@@ -9,8 +9,9 @@ build never pays to count what it throws away unless somebody asks.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from ctxcore.engine.lazy import structure_of
 from ctxcore.model.messages import Message

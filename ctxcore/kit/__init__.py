@@ -15,10 +15,30 @@ engine layers. Nothing here imports the plugin host, pipelines or the CLI.
 
 from __future__ import annotations
 
-from ctxcore.engine.budget import CachedCounter, CountCache, FilterContext, ModelBudget, count_key
+from ctxcore.engine.budget import (
+    CachedCounter,
+    CountCache,
+    FilterContext,
+    ModelBudget,
+    count_key,
+)
 from ctxcore.engine.counting import MessageCounter
-from ctxcore.engine.lazy import LazyMessages, MessageChain, PrefixMemo, Snapshot, is_lazy, structure_of
-from ctxcore.engine.protocols import Checkpointer, Filter, MemoryStore, Provider, Summarizer, TokenCounter
+from ctxcore.engine.lazy import (
+    LazyMessages,
+    MessageChain,
+    PrefixMemo,
+    Snapshot,
+    is_lazy,
+    structure_of,
+)
+from ctxcore.engine.protocols import (
+    Checkpointer,
+    Filter,
+    MemoryStore,
+    Provider,
+    Summarizer,
+    TokenCounter,
+)
 from ctxcore.engine.report import BuildReport, MessageRecord
 from ctxcore.errors import (
     BudgetExceeded,
@@ -70,8 +90,21 @@ from ctxcore.kit.prompts import (
     use_pipeline_context,
 )
 from ctxcore.model.memory_item import DEFAULT_NAMESPACE, MemoryItem, utc_now
-from ctxcore.model.messages import ContentBlock, FileBlock, ImageBlock, Message, Role, TextBlock, ToolCall
-from ctxcore.model.transactions import Unit, check_tool_pairing, group_units, pinned_prefix_length
+from ctxcore.model.messages import (
+    ContentBlock,
+    FileBlock,
+    ImageBlock,
+    Message,
+    Role,
+    TextBlock,
+    ToolCall,
+)
+from ctxcore.model.transactions import (
+    Unit,
+    check_tool_pairing,
+    group_units,
+    pinned_prefix_length,
+)
 from ctxcore.redaction import DEFAULT_REDACTOR, REDACTED, Redactor, redact, redact_text
 
 __all__ = [

@@ -16,7 +16,8 @@ import asyncio
 import json
 import re
 import uuid
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ctxcore.model.memory_item import DEFAULT_NAMESPACE, MemoryItem, utc_now
 from ctxcore.model.messages import Message

@@ -18,9 +18,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 

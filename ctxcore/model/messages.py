@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal, Mapping, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -80,7 +81,7 @@ class FileBlock(_Frozen):
     filename: str | None = None
 
 
-ContentBlock = Annotated[Union[TextBlock, ImageBlock, FileBlock], Field(discriminator="type")]
+ContentBlock = Annotated[TextBlock | ImageBlock | FileBlock, Field(discriminator="type")]
 
 
 class ToolCall(_Frozen):

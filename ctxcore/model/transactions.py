@@ -9,8 +9,8 @@ missing, so filters work on units and never split one.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from ctxcore.errors import InvalidHistory
 from ctxcore.model.messages import Message, ToolCall
@@ -96,14 +96,14 @@ def check_tool_pairing(messages: Sequence[Message]) -> None:
         if m.role == "tool":
             if m.tool_call_id not in pending:
                 raise InvalidHistory(
-                    f"tool result for call {m.tool_call_id!r} has no assistant call before it",
+                    f"tool result for call {m.tool_call_id!r} does not answer a call of the assistant message before it",
                     index=index,
                 )
             del pending[m.tool_call_id]
             continue
         if pending:
             call_id, at = next(iter(pending.items()))
-            raise InvalidHistory(f"tool call {call_id!r} is never answered", index=at)
+            raise InvalidHistory(f"tool call {call_id!r} is not answered before message {index}", index=at)
         if m.role == "assistant" and m.tool_calls:
             ids = m.tool_call_ids
             if "" in ids:

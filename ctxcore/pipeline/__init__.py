@@ -14,6 +14,12 @@ May import: every layer below it (errors, model, render, engine, kit, plugins).
 
 from __future__ import annotations
 
-from ctxcore.pipeline.spec import DEFAULT_COUNTER, ModelSpec, Pipeline, PipelineSpec, StepSpec
+from ctxcore.pipeline.spec import (
+    DEFAULT_COUNTER,
+    ModelSpec,
+    Pipeline,
+    PipelineSpec,
+    StepSpec,
+)
 
 __all__ = ["DEFAULT_COUNTER", "ModelSpec", "Pipeline", "PipelineSpec", "StepSpec"]

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ctxcore.engine.builder import ContextBuilder, register_preset_factories
 from ctxcore.errors import ConfigError, ConfigIssue, PluginError

@@ -9,20 +9,28 @@ closest registered names. See docs/pipeline.md for the reference.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path as FsPath
-from typing import Any, Literal, Mapping
-
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator, model_validator
+from typing import Any, Literal
 
 import structlog
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from ctxcore.model.safe_yaml import LoadedYaml, load_yaml
 from ctxcore.engine.budget import ModelBudget
 from ctxcore.engine.builder import BuiltContext, ContextBuilder, Step
 from ctxcore.errors import ConfigError, ConfigIssue
-from ctxcore.plugins.host import PluginHost, default_host
 from ctxcore.kit.prompts import PipelineContext, PromptTexts, use_pipeline_context
+from ctxcore.model.safe_yaml import LoadedYaml, load_yaml
+from ctxcore.plugins.host import PluginHost, default_host
 from ctxcore.plugins.registry import Component, ComponentConflict, UnknownComponent
 from ctxcore.render.target import TargetSpec
 

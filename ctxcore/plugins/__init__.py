@@ -12,6 +12,12 @@ May import: ``ctxcore.errors``, the model and engine layers and the plugin kit.
 
 from __future__ import annotations
 
-from ctxcore.plugins.host import ENTRY_POINT_GROUP, PluginHost, PluginInfo, default_host, reset_default_host
+from ctxcore.plugins.host import (
+    ENTRY_POINT_GROUP,
+    PluginHost,
+    PluginInfo,
+    default_host,
+    reset_default_host,
+)
 
 __all__ = ["ENTRY_POINT_GROUP", "PluginHost", "PluginInfo", "default_host", "reset_default_host"]

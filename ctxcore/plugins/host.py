@@ -19,16 +19,22 @@ import difflib
 import functools
 import os
 import traceback
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import importlib_metadata
 import pluggy
 import structlog
 
-from ctxcore.plugins import hookspecs
 from ctxcore.errors import PluginError
-from ctxcore.plugins.registry import HOOK_FOR_KIND, KINDS, Registry, normalize_plugin_name
+from ctxcore.plugins import hookspecs
+from ctxcore.plugins.registry import (
+    HOOK_FOR_KIND,
+    KINDS,
+    Registry,
+    normalize_plugin_name,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ctxcore.errors import InvalidHistory
 from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock

@@ -7,7 +7,8 @@ each provider's own rules live beside its renderer.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from ctxcore.model.messages import Message
 from ctxcore.model.transactions import check_tool_pairing

@@ -8,7 +8,8 @@ plugins and build on :mod:`ctxcore.kit.memory`.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ctxcore.kit.memory import check_limit, resolve_namespace
 from ctxcore.model.memory_item import MemoryItem

@@ -16,16 +16,26 @@ correct itself; a failing store raises (the agent loop decides what to do).
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterator, Mapping, Union
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from ctxcore.runtime.memory_service import MemoryService
 
 __all__ = ["MemoryTool", "MemoryTools", "create_memory_tools"]
 
-_Scalar = Union[StrictStr, StrictInt, StrictFloat, StrictBool]
+_Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
 
 
 class _AddArgs(BaseModel):

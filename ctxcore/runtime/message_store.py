@@ -12,8 +12,9 @@ append order per thread, so a subscriber may read the store.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, MutableMapping, Protocol
+from typing import Any, Protocol
 
 from ctxcore.model.messages import Message
 

@@ -19,14 +19,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ctxcore.tools._report_page import PAGE
 from ctxcore.engine.budget import ModelBudget
 from ctxcore.engine.builder import BuiltContext
-from ctxcore.tools.explain import decision_items, explain_payload
-from ctxcore.model.messages import Message
-from ctxcore.redaction import redact_text
 from ctxcore.engine.report import BuildReport, MessageRecord
+from ctxcore.model.messages import Message
 from ctxcore.model.transactions import group_units
+from ctxcore.redaction import redact_text
+from ctxcore.tools._report_page import PAGE
+from ctxcore.tools.explain import decision_items, explain_payload
 
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.pipeline.spec import Pipeline

@@ -25,8 +25,9 @@ The reply priming is never counted as cached.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ctxcore.errors import TranscriptError
 from ctxcore.model.messages import Message

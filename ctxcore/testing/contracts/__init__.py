@@ -11,15 +11,32 @@ against live apart, in :mod:`ctxcore.testing.harness`.
 
 from __future__ import annotations
 
-from ctxcore.testing.contracts.budget_filter import BudgetFilterContract, protected_histories
-from ctxcore.testing.contracts.checkpointer import CheckpointerContract, json_values, same_json
-from ctxcore.testing.contracts.components import FilterContract, ProviderContract, sample_histories
-from ctxcore.testing.contracts.counter import SAMPLE_TEXTS, CounterContract, png_data_url
+from ctxcore.testing.contracts.base import Contract
+from ctxcore.testing.contracts.budget_filter import (
+    BudgetFilterContract,
+    protected_histories,
+)
+from ctxcore.testing.contracts.checkpointer import (
+    CheckpointerContract,
+    json_values,
+    same_json,
+)
+from ctxcore.testing.contracts.components import (
+    FilterContract,
+    ProviderContract,
+    sample_histories,
+)
+from ctxcore.testing.contracts.counter import (
+    SAMPLE_TEXTS,
+    CounterContract,
+    png_data_url,
+)
 from ctxcore.testing.contracts.memory_store import MemoryStoreContract
 
 __all__ = [
     "SAMPLE_TEXTS",
     "BudgetFilterContract",
+    "Contract",
     "CheckpointerContract",
     "CounterContract",
     "FilterContract",

@@ -43,6 +43,8 @@ def protected_histories() -> dict[str, list[Message]]:
 class BudgetFilterContract(FilterContract):
     """Checks every token-budget filter must pass, on top of the filter contract."""
 
+    __contract__ = True
+
     budgets: tuple[int | None, ...] = (0, 40, 120, 400, 100_000)
 
     def _fit(self, history: list[Message], budget: int) -> list[Message] | None:

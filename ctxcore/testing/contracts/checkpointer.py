@@ -21,15 +21,17 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore.kit.checkpoints import UnstorableState
-from ctxcore.errors import StaleWrite
 from ctxcore.engine.protocols import AsyncCheckpointer, Checkpointer
+from ctxcore.errors import StaleWrite
+from ctxcore.kit.checkpoints import UnstorableState
+from ctxcore.testing.contracts.base import Contract
 
 __all__ = ["CheckpointerContract", "json_values", "same_json"]
 
@@ -64,8 +66,10 @@ TRICKY_STATE: dict[str, Any] = {
 }
 
 
-class CheckpointerContract:
+class CheckpointerContract(Contract):
     """Checks every checkpointer must pass; subclasses implement :meth:`make_checkpointer`."""
+
+    __contract__ = True
 
     #: the backend keeps what it is given (false for ``null``).
     stores: bool = True

@@ -1,4 +1,4 @@
-"""Conformance suites plugin authors subclass (in the style of LangChain's standard-tests).
+"""``ProviderContract`` and ``FilterContract``: the suites every provider and filter passes (like langchain-tests).
 
 Subclass a contract in a test module, name the subclass ``Test...`` and give it
 the factory fixture; pytest collects every check::
@@ -25,9 +25,10 @@ import pytest
 
 from ctxcore.engine.budget import CachedCounter, FilterContext
 from ctxcore.engine.counting import MessageCounter
-from ctxcore.model.messages import Message, ai, human, system, tool
 from ctxcore.engine.report import BuildReport
+from ctxcore.model.messages import Message, ai, human, system, tool
 from ctxcore.model.transactions import check_tool_pairing, pinned_prefix_length
+from ctxcore.testing.contracts.base import Contract
 
 __all__ = ["ProviderContract", "FilterContract", "sample_histories"]
 
@@ -70,11 +71,13 @@ def sample_histories() -> dict[str, list[Message]]:
     }
 
 
-class ProviderContract:
+class ProviderContract(Contract):
     """Checks every provider must pass. Subclasses implement :meth:`make_provider`.
 
     Override :meth:`sample_state` to give the provider the state it reads.
     """
+
+    __contract__ = True
 
     def make_provider(self) -> Any:  # pragma: no cover - subclasses implement
         raise NotImplementedError
@@ -118,13 +121,15 @@ class ProviderContract:
         assert [m.to_openai() for m in asyncio.run(fn(state, {}))] == sync
 
 
-class FilterContract:
+class FilterContract(Contract):
     """Checks every filter must pass. Subclasses implement :meth:`make_filter`.
 
     Class attributes describe what the filter promises beyond the basics:
     ``compresses`` (it may replace messages, so output need not be a
     subsequence of input), ``idempotent`` and ``keeps_pinned_system``.
     """
+
+    __contract__ = True
 
     compresses: bool = False
     idempotent: bool = True

@@ -29,7 +29,16 @@ import pytest
 
 from ctxcore.engine.budget import CachedCounter
 from ctxcore.model.images import LOW_DETAIL_TOKENS, UNKNOWN_SIZE_TOKENS
-from ctxcore.model.messages import ImageBlock, Message, TextBlock, ai, human, system, tool
+from ctxcore.model.messages import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    ai,
+    human,
+    system,
+    tool,
+)
+from ctxcore.testing.contracts.base import Contract
 
 __all__ = ["CounterContract", "SAMPLE_TEXTS", "png_data_url"]
 
@@ -84,8 +93,10 @@ _TOOLS: list[dict[str, Any]] = [
 ]
 
 
-class CounterContract:
+class CounterContract(Contract):
     """Checks every counter must pass; subclasses implement :meth:`make_counter`."""
+
+    __contract__ = True
 
     #: whether images follow OpenAI's detail/tile rule (85 low; 85 + 170 per tile high).
     openai_image_rule: bool = True

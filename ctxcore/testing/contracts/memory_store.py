@@ -28,6 +28,7 @@ import pytest
 
 from ctxcore.kit.memory import DEFAULT_NAMESPACE, MemoryItem
 from ctxcore.model.messages import human
+from ctxcore.testing.contracts.base import Contract
 
 __all__ = ["MemoryStoreContract"]
 
@@ -48,8 +49,10 @@ def _refused_or(call: Any) -> Any:
         return None
 
 
-class MemoryStoreContract:
+class MemoryStoreContract(Contract):
     """Checks every memory store must pass. Subclasses implement :meth:`make_store`."""
+
+    __contract__ = True
 
     persistent: bool = True
     supports_ids: bool = True

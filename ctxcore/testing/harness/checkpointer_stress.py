@@ -20,8 +20,9 @@ import random
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ctxcore.errors import StaleWrite
 

@@ -27,15 +27,16 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping, Union
+from typing import Any
 
 from ctxcore.errors import InvalidHistory
 from ctxcore.render import validate_request
 
 __all__ = ["ChatServer", "Reply"]
 
-Reply = Callable[[dict[str, Any]], Union[str, Mapping[str, Any]]]
+Reply = Callable[[dict[str, Any]], str | Mapping[str, Any]]
 """Makes each answer from the request body: the assistant's text or a whole assistant message."""
 
 _DEFAULT_REPLY = "The user asked for a fix; the assistant read files and found the bug."

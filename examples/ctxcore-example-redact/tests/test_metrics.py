@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
-
-from ctxcore import ContextBuilder, FilterContext, Message, MessageCounter, ai, human, system
-from ctxcore.testing import fresh_host
 from ctxcore_example_redact import METRICS_ENV, plugin
+
+from ctxcore import (
+    ContextBuilder,
+    FilterContext,
+    Message,
+    MessageCounter,
+    ai,
+    human,
+    system,
+)
+from ctxcore.testing import fresh_host
 
 
 class Chars(MessageCounter):

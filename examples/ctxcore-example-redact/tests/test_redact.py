@@ -5,14 +5,23 @@ from __future__ import annotations
 import json
 
 import pytest
+from ctxcore_example_redact import plugin
+from ctxcore_example_redact.redact import Redact, RedactConfig
 from pydantic import ValidationError
 
-from ctxcore import ContextBuilder, MessageCounter, ModelBudget, TextBlock, ai, human, system, tool
+from ctxcore import (
+    ContextBuilder,
+    MessageCounter,
+    ModelBudget,
+    TextBlock,
+    ai,
+    human,
+    system,
+    tool,
+)
 from ctxcore.kit import REDACTED
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts import FilterContract
-from ctxcore_example_redact import plugin
-from ctxcore_example_redact.redact import Redact, RedactConfig
 
 OPENAI_KEY = "sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e"
 BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.sig"

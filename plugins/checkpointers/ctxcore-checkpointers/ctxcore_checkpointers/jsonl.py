@@ -15,16 +15,28 @@ import fcntl
 import hashlib
 import os
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, ConfigDict
 
-from ctxcore.kit import AsyncCheckpointerMixin, check_keep_last, check_thread_id, encode_checkpoint, ensure_newer
-from ctxcore_checkpointers.jsonl_format import encode_line, parse_record, record_step, scan
+from ctxcore.kit import (
+    AsyncCheckpointerMixin,
+    check_keep_last,
+    check_thread_id,
+    encode_checkpoint,
+    ensure_newer,
+)
+from ctxcore_checkpointers.jsonl_format import (
+    encode_line,
+    parse_record,
+    record_step,
+    scan,
+)
 
 __all__ = ["JsonlCheckpointer", "JsonlConfig"]
 

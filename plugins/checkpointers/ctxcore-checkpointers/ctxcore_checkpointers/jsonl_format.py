@@ -20,8 +20,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxcore.kit import EncodedCheckpoint
 from ctxcore import CheckpointCorrupt
+from ctxcore.kit import EncodedCheckpoint
 
 __all__ = ["encode_line", "scan", "Scan", "LineRef", "parse_record", "record_step"]
 
@@ -35,7 +35,7 @@ def encode_line(seq: int, enc: EncodedCheckpoint) -> bytes:
     body = (
         f'{head[:-1]},"state_dump":{enc.state_json},"tree_state":{enc.tree_json},'
         f'"runtime_metadata":{enc.metadata_json}}}'
-    ).encode("utf-8")
+    ).encode()
     crc = zlib.crc32(b"%d:" % seq + body)
     return b'{"crc":"%08x","seq":%d,"record":' % (crc, seq) + body + b"}\n"
 

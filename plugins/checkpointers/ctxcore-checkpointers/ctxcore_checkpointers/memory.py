@@ -10,7 +10,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ctxcore.kit import AsyncCheckpointerMixin, EncodedCheckpoint, check_keep_last, check_thread_id, encode_checkpoint, ensure_newer
+from ctxcore.kit import (
+    AsyncCheckpointerMixin,
+    EncodedCheckpoint,
+    check_keep_last,
+    check_thread_id,
+    encode_checkpoint,
+    ensure_newer,
+)
 
 __all__ = ["MemoryCheckpointer", "NullCheckpointer"]
 

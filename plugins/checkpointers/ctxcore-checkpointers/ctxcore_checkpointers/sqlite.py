@@ -21,7 +21,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore.kit import AsyncCheckpointerMixin, check_keep_last, check_thread_id, checkpoint_dict, encode_checkpoint, ensure_newer
+from ctxcore.kit import (
+    AsyncCheckpointerMixin,
+    check_keep_last,
+    check_thread_id,
+    checkpoint_dict,
+    encode_checkpoint,
+    ensure_newer,
+)
 
 __all__ = ["SqliteCheckpointer", "SqliteConfig", "SCHEMA_VERSION"]
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxcore_checkpointers import JsonlCheckpointer, MemoryCheckpointer, NullCheckpointer, SqliteCheckpointer
+from ctxcore_checkpointers import (
+    JsonlCheckpointer,
+    MemoryCheckpointer,
+    NullCheckpointer,
+    SqliteCheckpointer,
+)
 
 from ctxcore.testing.contracts.checkpointer import CheckpointerContract
 

@@ -10,6 +10,7 @@ from ctxcore_checkpointers import JsonlCheckpointer
 
 from ctxcore import StaleWrite
 
+
 def test_stale_write_after_another_process_recreated_the_thread(tmp_path: Path) -> None:
     """Writer A saved steps 11..15; another writer deletes the thread and writes steps 21..25 with
     records of the same sizes (ext4 hands the new file the old inode). A's save of step 16 is now

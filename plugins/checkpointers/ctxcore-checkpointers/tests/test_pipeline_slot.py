@@ -7,10 +7,14 @@ from pathlib import Path
 import ctxcore_checkpointers.plugin
 import ctxcore_counters.plugin
 import pytest
-from ctxcore_checkpointers import JsonlCheckpointer, MemoryCheckpointer, NullCheckpointer, SqliteCheckpointer
+from ctxcore_checkpointers import (
+    JsonlCheckpointer,
+    MemoryCheckpointer,
+    NullCheckpointer,
+    SqliteCheckpointer,
+)
 
-from ctxcore import ConfigError
-from ctxcore import Pipeline
+from ctxcore import ConfigError, Pipeline
 from ctxcore.testing import fresh_host
 
 

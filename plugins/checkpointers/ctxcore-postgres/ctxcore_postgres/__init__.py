@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from ctxcore_postgres.checkpointer import PostgresCheckpointer, PostgresCheckpointerConfig
-from ctxcore_postgres.connection import PgConfig, PgDatabase, PgUnavailable, SchemaTooNew
+from ctxcore_postgres.checkpointer import (
+    PostgresCheckpointer,
+    PostgresCheckpointerConfig,
+)
+from ctxcore_postgres.connection import (
+    PgConfig,
+    PgDatabase,
+    PgUnavailable,
+    SchemaTooNew,
+)
 from ctxcore_postgres.memory import PostgresMemoryConfig, PostgresMemoryStore
 
 __all__ = [

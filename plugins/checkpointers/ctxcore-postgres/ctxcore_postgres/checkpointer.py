@@ -11,8 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxcore.kit import AsyncCheckpointerMixin, check_keep_last, check_thread_id, checkpoint_dict, encode_checkpoint, ensure_newer
 from ctxcore import StaleWrite
+from ctxcore.kit import (
+    AsyncCheckpointerMixin,
+    check_keep_last,
+    check_thread_id,
+    checkpoint_dict,
+    encode_checkpoint,
+    ensure_newer,
+)
 from ctxcore_postgres.connection import PgConfig, PgDatabase
 
 __all__ = ["PostgresCheckpointer", "PostgresCheckpointerConfig"]

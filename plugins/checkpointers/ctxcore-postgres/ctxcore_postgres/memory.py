@@ -33,9 +33,16 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ctxcore import ConfigError, MemoryCorrupt
-from ctxcore import MemoryItem
-from ctxcore.kit import MemoryStoreBase, canonical_json, check_record, check_retrieve, item_id, resolve_namespace, tokenize
+from ctxcore import ConfigError, MemoryCorrupt, MemoryItem
+from ctxcore.kit import (
+    MemoryStoreBase,
+    canonical_json,
+    check_record,
+    check_retrieve,
+    item_id,
+    resolve_namespace,
+    tokenize,
+)
 from ctxcore_postgres.connection import PgConfig, PgDatabase
 
 __all__ = ["PostgresMemoryConfig", "PostgresMemoryStore"]

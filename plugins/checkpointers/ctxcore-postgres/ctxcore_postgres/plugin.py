@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ctxcore import hookimpl
-from ctxcore_postgres.checkpointer import PostgresCheckpointer, PostgresCheckpointerConfig
+from ctxcore_postgres.checkpointer import (
+    PostgresCheckpointer,
+    PostgresCheckpointerConfig,
+)
 from ctxcore_postgres.memory import PostgresMemoryConfig, PostgresMemoryStore
 
 

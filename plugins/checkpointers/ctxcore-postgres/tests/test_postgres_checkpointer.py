@@ -7,7 +7,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from ctxcore_postgres import PgDatabase, PgUnavailable, PostgresCheckpointer, SchemaTooNew
+from ctxcore_postgres import (
+    PgDatabase,
+    PgUnavailable,
+    PostgresCheckpointer,
+    SchemaTooNew,
+)
 from psycopg import sql
 
 from ctxcore import StaleWrite

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import multiprocessing
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -14,8 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from ctxcore import ConfigError
-from ctxcore import MemoryService
+from ctxcore import ConfigError, MemoryService
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts.memory_store import MemoryStoreContract
 from ctxcore.testing.harness.memory_recall import recall_at_k

@@ -9,8 +9,9 @@ the same so templated counts need only ``jinja2``, not ``transformers``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from jinja2 import TemplateError
 from jinja2.ext import loopcontrols

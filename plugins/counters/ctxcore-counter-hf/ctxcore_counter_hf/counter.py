@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from ctxcore import MessageCounter
-from ctxcore import ImageBlock, Message
+from ctxcore import ImageBlock, Message, MessageCounter
 from ctxcore_counter_hf.chat_template import (
     ChatTemplate,
     TemplateError,

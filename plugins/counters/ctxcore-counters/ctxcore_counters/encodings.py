@@ -25,8 +25,9 @@ import hashlib
 import importlib.util
 import os
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     import tiktoken

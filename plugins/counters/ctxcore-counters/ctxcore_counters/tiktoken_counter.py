@@ -12,7 +12,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ctxcore import MessageCounter
-from ctxcore_counters.encodings import MODEL_ENCODINGS, EncodingUnavailable, encoding_for_model, load_encoding
+from ctxcore_counters.encodings import (
+    MODEL_ENCODINGS,
+    EncodingUnavailable,
+    encoding_for_model,
+    load_encoding,
+)
 
 __all__ = ["TiktokenConfig", "TiktokenCounter", "EncodingUnavailable", "MODEL_ENCODINGS", "encoding_for_model"]
 

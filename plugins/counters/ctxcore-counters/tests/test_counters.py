@@ -12,10 +12,15 @@ from typing import Any
 
 import pytest
 import tiktoken
+from ctxcore_counters import (
+    ApproximateCounter,
+    EncodingUnavailable,
+    TiktokenCounter,
+    encodings,
+)
+from ctxcore_counters.tiktoken_counter import encoding_for_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ctxcore_counters import ApproximateCounter, EncodingUnavailable, TiktokenCounter, encodings
-from ctxcore_counters.tiktoken_counter import encoding_for_model
 
 from ctxcore import ImageBlock, Message, system
 from ctxcore.testing.contracts.counter import CounterContract, png_data_url

@@ -1,11 +1,30 @@
-"""Filters for ctxcore: unit-aware budgets (``max_messages``, ``token_budget``), the ``compaction`` ladder, ``merge_same_role``, ``budget_hint``."""
+"""Filters for ctxcore: unit-aware budgets (``max_messages``, ``token_budget``), the ``compaction`` ladder, ``merge_same_role``, ``budget_hint``.
+
+The compaction ladder (``Compaction``, ``PlanAuditError``, ``audit_plans``) is
+imported on first use, as ``plugin.py``'s factory does: loading the plugin for
+a pipeline without compaction never imports it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from ctxcore_filters.budget_hint import BudgetHint, BudgetHintConfig
-from ctxcore_filters.compaction import Compaction, PlanAuditError, audit_plans
 from ctxcore_filters.compaction_config import CompactionConfig
-from ctxcore_filters.compaction_summarizers import ChatEndpoint, ChatSelector, ChatSummarizer, ExtractiveSummarizer, SummarizerError
+from ctxcore_filters.compaction_summarizers import (
+    ChatEndpoint,
+    ChatSelector,
+    ChatSummarizer,
+    ExtractiveSummarizer,
+    SummarizerError,
+)
 from ctxcore_filters.max_messages import MaxMessages, MaxMessagesConfig
-from ctxcore_filters.merge_same_role import MergeSameRole, MergeSameRoleConfig, merge_messages
+from ctxcore_filters.merge_same_role import (
+    MergeSameRole,
+    MergeSameRoleConfig,
+    merge_messages,
+)
 from ctxcore_filters.token_budget import TokenBudget, TokenBudgetConfig
 
 __all__ = [
@@ -28,3 +47,15 @@ __all__ = [
     "audit_plans",
     "merge_messages",
 ]
+
+_LAZY = {"Compaction": "ctxcore_filters.compaction", "PlanAuditError": "ctxcore_filters.compaction",
+         "audit_plans": "ctxcore_filters.compaction"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the compaction names on first access (PEP 562)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,12 +15,12 @@ replaced, so the filter is idempotent.
 from __future__ import annotations
 
 import hashlib
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxcore import FilterContext
-from ctxcore import Message
+from ctxcore import FilterContext, Message
 
 #: metadata marker of the hint message.
 HINT_MARKER = "budget_hint"

@@ -16,17 +16,28 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import structlog
 
-from ctxcore import FilterContext
-from ctxcore import BudgetExceeded, CtxError
-from ctxcore import Message
-
-from ctxcore_filters.compaction_config import COMPRESS_KINDS, TRIM_KINDS, CompactionConfig
-from ctxcore_filters.compaction_stages import META, Env, Proposal, Stage, Work, make_stage, raw_ids, stage_of
+from ctxcore import BudgetExceeded, CtxError, FilterContext, Message
+from ctxcore_filters.compaction_config import (
+    COMPRESS_KINDS,
+    TRIM_KINDS,
+    CompactionConfig,
+)
+from ctxcore_filters.compaction_stages import (
+    META,
+    Env,
+    Proposal,
+    Stage,
+    Work,
+    make_stage,
+    raw_ids,
+    stage_of,
+)
 from ctxcore_filters.compaction_summarizers import make_selector, make_summarizer
 
 __all__ = ["Compaction", "PlanAuditError", "audit_plans"]

@@ -8,7 +8,7 @@ rule that ties options together is checked here, so a wrong combination is a
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -95,7 +95,7 @@ class ConsolidateStep(_Step):
 
 
 StepConfig = Annotated[
-    Union[ToolResultsStep, TrimStep, SummarizeStep, ConsolidateStep], Field(discriminator="kind")
+    ToolResultsStep | TrimStep | SummarizeStep | ConsolidateStep, Field(discriminator="kind")
 ]
 
 TRIM_KINDS = frozenset({"trim"})
@@ -131,7 +131,7 @@ class CompactionConfig(BaseModel):
     strategy: Literal["ladder", "recent", "continuity"] | None = Field(default=None, description="Ready-made steps (default ladder).")
     keep_groups: int = Field(default=1, ge=0, description="Newest user turns kept verbatim by the recent/continuity strategies.")
     steps: list[StepConfig] | None = Field(default=None, description="Explicit steps, in sequence order.")
-    summarizer: Annotated[Union[ExtractiveConfig, ChatConfig], Field(discriminator="type")] = Field(
+    summarizer: Annotated[ExtractiveConfig | ChatConfig, Field(discriminator="type")] = Field(
         default_factory=ExtractiveConfig, description="Summarizer for summarize and consolidate steps."
     )
     selector: ChatConfig | None = Field(default=None, description="Model that picks steps for selection: model.")

@@ -18,15 +18,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ctxcore import CachedCounter
-from ctxcore import Message
-from ctxcore import Unit, group_units
-
-from ctxcore_filters.compaction_config import ConsolidateStep, SummarizeStep, ToolResultsStep, TrimStep
+from ctxcore import CachedCounter, Message, Unit, group_units
+from ctxcore_filters.compaction_config import (
+    ConsolidateStep,
+    SummarizeStep,
+    ToolResultsStep,
+    TrimStep,
+)
 
 __all__ = ["META", "Work", "Proposal", "Env", "raw_ids", "stage_of", "make_stage"]
 

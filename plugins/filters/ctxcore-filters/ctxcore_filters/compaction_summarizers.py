@@ -23,13 +23,13 @@ import os
 import socket
 import urllib.error
 import urllib.request
-from typing import Any, Literal, Sequence, Union
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore import CtxError
-from ctxcore import Message
+from ctxcore import CtxError, Message
 
 log = structlog.get_logger("ctxcore_filters.compaction_summarizers")
 
@@ -156,7 +156,7 @@ class ChatEndpoint:
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:200]
             raise SummarizerError(f"{self.url} answered HTTP {exc.code}: {detail}") from None
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise SummarizerError(f"{self.url} did not answer within {self.timeout}s (raise 'timeout')") from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (socket.timeout, TimeoutError)):
@@ -262,7 +262,7 @@ class ChatConfig(BaseModel):
     max_input_chars: int = Field(default=48_000, gt=0, description="Longest transcript sent for one summary.")
 
 
-SummarizerConfig = Union[ExtractiveConfig, ChatConfig]
+SummarizerConfig = ExtractiveConfig | ChatConfig
 
 
 def _endpoint(config: ChatConfig) -> ChatEndpoint:

@@ -15,13 +15,11 @@ count towards N, which counts the dynamic messages.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore import FilterContext
-from ctxcore import Message
-from ctxcore import Unit, group_units
+from ctxcore import FilterContext, Message, Unit, group_units
 from ctxcore.kit import pinned_prefix_length
 
 

@@ -18,12 +18,12 @@ report shows it as ``added`` and the originals as ``dropped`` by this filter.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore import FilterContext
-from ctxcore import Message, TextBlock
+from ctxcore import FilterContext, Message, TextBlock
 from ctxcore.kit import Role
 
 

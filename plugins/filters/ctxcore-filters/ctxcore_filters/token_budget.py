@@ -17,18 +17,15 @@ Never silently.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from operator import attrgetter
-from typing import Iterator, Literal, Sequence
+from typing import Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore import FilterContext
-from ctxcore import BudgetExceeded
-from ctxcore.kit import PrefixMemo, structure_of
-from ctxcore import Message
-from ctxcore import Unit, group_units
-from ctxcore.kit import pinned_prefix_length
+from ctxcore import BudgetExceeded, FilterContext, Message, Unit, group_units
+from ctxcore.kit import PrefixMemo, pinned_prefix_length, structure_of
 
 log = structlog.get_logger("ctxcore_filters.token_budget")
 

@@ -6,11 +6,19 @@ import pytest
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import BudgetHint, MergeSameRole, TokenBudget
 
-from ctxcore import CachedCounter, FilterContext
-from ctxcore import ContextBuilder
-from ctxcore import BudgetExceeded
-from ctxcore import ImageBlock, TextBlock, ai, human, system, tool
-from ctxcore import BuildReport
+from ctxcore import (
+    BudgetExceeded,
+    BuildReport,
+    CachedCounter,
+    ContextBuilder,
+    FilterContext,
+    ImageBlock,
+    TextBlock,
+    ai,
+    human,
+    system,
+    tool,
+)
 from ctxcore.testing.contracts import FilterContract
 
 

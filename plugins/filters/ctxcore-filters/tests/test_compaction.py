@@ -8,18 +8,31 @@ from typing import Any
 
 import pytest
 from ctxcore_counters import ApproximateCounter
-from ctxcore_filters import Compaction, CompactionConfig, ExtractiveSummarizer, PlanAuditError
-from ctxcore_filters.compaction_stages import META, stage_of
+from ctxcore_filters import (
+    Compaction,
+    CompactionConfig,
+    ExtractiveSummarizer,
+    PlanAuditError,
+)
 from ctxcore_filters.compaction_config import DEFAULT_TARGET_RATIO
+from ctxcore_filters.compaction_stages import META, stage_of
 from pydantic import ValidationError
 
-from ctxcore import CachedCounter, FilterContext
-from ctxcore import ContextBuilder
-from ctxcore import BudgetExceeded, ComponentError
-from ctxcore import Message, ai, human, system, tool
-from ctxcore import BuildReport
+from ctxcore import (
+    BudgetExceeded,
+    BuildReport,
+    CachedCounter,
+    ComponentError,
+    ContextBuilder,
+    FilterContext,
+    Message,
+    ai,
+    check_tool_pairing,
+    human,
+    system,
+    tool,
+)
 from ctxcore.testing.contracts import FilterContract
-from ctxcore import check_tool_pairing
 
 
 def call(*ids: str, name: str = "read_file") -> Message:

@@ -9,11 +9,19 @@ from ctxcore_filters.compaction_stages import stage_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore import CachedCounter
-from ctxcore import ContextBuilder
-from ctxcore import BudgetExceeded
-from ctxcore import ImageBlock, Message, TextBlock, ai, human, system, tool
-from ctxcore import check_tool_pairing
+from ctxcore import (
+    BudgetExceeded,
+    CachedCounter,
+    ContextBuilder,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ai,
+    check_tool_pairing,
+    human,
+    system,
+    tool,
+)
 
 
 class _Given:

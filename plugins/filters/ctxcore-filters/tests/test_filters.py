@@ -10,12 +10,19 @@ from ctxcore_filters import MaxMessages, TokenBudget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxcore import CachedCounter, FilterContext
-from ctxcore import ContextBuilder
-from ctxcore import BudgetExceeded
-from ctxcore import ai, human, system, tool
-from ctxcore import BuildReport
-from ctxcore import check_tool_pairing, group_units
+from ctxcore import (
+    BudgetExceeded,
+    BuildReport,
+    CachedCounter,
+    ContextBuilder,
+    FilterContext,
+    ai,
+    check_tool_pairing,
+    group_units,
+    human,
+    system,
+    tool,
+)
 
 
 def call(*ids: str):
@@ -216,3 +223,16 @@ class TestTokenBudgetContract(FilterContract):
 
     def make_filter(self) -> TokenBudget:
         return TokenBudget()
+
+
+def test_loading_the_plugin_does_not_import_compaction() -> None:
+    """Importing the package and its plugin module leaves the compaction ladder unimported until it is used."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ctxcore_filters, ctxcore_filters.plugin; "
+            "before = 'ctxcore_filters.compaction' in sys.modules; "
+            "ctxcore_filters.Compaction; "
+            "print(before, 'ctxcore_filters.compaction' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.split() == ["False", "True"]

@@ -28,12 +28,21 @@ from __future__ import annotations
 import copy
 import re
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from ctxcore import MemoryItem
-from ctxcore.kit import MemoryStoreBase, check_limit, check_metadata, check_query, item_id, memory_text, resolve_namespace, utc_now
-from ctxcore import Message
+from ctxcore import MemoryItem, Message
+from ctxcore.kit import (
+    MemoryStoreBase,
+    check_limit,
+    check_metadata,
+    check_query,
+    item_id,
+    memory_text,
+    resolve_namespace,
+    utc_now,
+)
 
 __all__ = ["Mem0MemoryStore", "RESERVED_KEYS"]
 

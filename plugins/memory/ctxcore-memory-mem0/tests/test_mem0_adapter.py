@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ctxcore_memory_mem0 import Mem0Config, Mem0MemoryStore
+from ctxcore_memory_mem0 import plugin as mem0_plugin
 
 from ctxcore import MemoryService
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts.memory_store import MemoryStoreContract
-from ctxcore_memory_mem0 import Mem0Config, Mem0MemoryStore
-from ctxcore_memory_mem0 import plugin as mem0_plugin
 
 _ENTITY = ("user_id", "agent_id", "run_id")
 

@@ -19,9 +19,10 @@ import os
 import re
 import tempfile
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -30,9 +31,10 @@ os.environ["MEM0_TELEMETRY"] = "false"
 os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="ctxcore-mem0-"))
 mem0 = pytest.importorskip("mem0", reason="mem0ai is not installed (make test-mem0 installs it)")
 
+from ctxcore_memory_mem0 import Mem0Config, Mem0MemoryStore, create_client  # noqa: E402
+
 from ctxcore.testing.contracts.memory_store import MemoryStoreContract  # noqa: E402
 from ctxcore.testing.harness.memory_recall import recall_at_k  # noqa: E402
-from ctxcore_memory_mem0 import Mem0Config, Mem0MemoryStore, create_client  # noqa: E402
 
 DIMS = 512
 

@@ -23,16 +23,24 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore import MemoryCorrupt
+from ctxcore import MemoryCorrupt, MemoryItem
+from ctxcore.kit import (
+    MemoryStoreBase,
+    canonical_json,
+    check_record,
+    check_retrieve,
+    item_id,
+    resolve_namespace,
+    tokenize,
+)
 from ctxcore_memory._files import make_parent_dir
-from ctxcore import MemoryItem
-from ctxcore.kit import MemoryStoreBase, canonical_json, check_record, check_retrieve, item_id, resolve_namespace, tokenize
 
 __all__ = ["JsonStoreConfig", "JsonMemoryStore", "FORMAT"]
 

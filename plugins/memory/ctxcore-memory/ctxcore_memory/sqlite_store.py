@@ -21,17 +21,24 @@ import os
 import sqlite3
 import threading
 import unicodedata
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore import MemoryCorrupt
+from ctxcore import MemoryCorrupt, MemoryItem
+from ctxcore.kit import (
+    MemoryStoreBase,
+    canonical_json,
+    check_record,
+    check_retrieve,
+    item_id,
+    resolve_namespace,
+)
 from ctxcore_memory._files import make_parent_dir
-from ctxcore import MemoryItem
-from ctxcore.kit import MemoryStoreBase, canonical_json, check_record, check_retrieve, item_id, resolve_namespace
 
 __all__ = ["SqliteStoreConfig", "SqliteMemoryStore", "SCHEMA_VERSION", "fts5_available"]
 

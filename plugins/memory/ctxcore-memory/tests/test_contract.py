@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxcore.testing.contracts.memory_store import MemoryStoreContract
 from ctxcore_memory import JsonMemoryStore, SqliteMemoryStore
+
+from ctxcore.testing.contracts.memory_store import MemoryStoreContract
 
 
 class TestJsonStoreContract(MemoryStoreContract):

@@ -11,7 +11,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from ctxcore_memory import JsonMemoryStore, SqliteMemoryStore
 
 KILLS = int(os.environ.get("CTXCORE_MEMORY_KILLS", "12"))

@@ -11,12 +11,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from ctxcore_memory import JsonMemoryStore
+from ctxcore_memory.json_store import FORMAT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore import MemoryCorrupt
-from ctxcore_memory import JsonMemoryStore
-from ctxcore_memory.json_store import FORMAT
 
 
 class TestFile:

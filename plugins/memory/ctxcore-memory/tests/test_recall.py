@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxcore.testing.harness.memory_recall import RECALL_MEMORIES, RECALL_QUERIES, recall_at_k
 from ctxcore_memory import JsonMemoryStore, SqliteMemoryStore
+
+from ctxcore.testing.harness.memory_recall import (
+    RECALL_MEMORIES,
+    RECALL_QUERIES,
+    recall_at_k,
+)
 
 
 def test_the_set_is_labelled_consistently() -> None:

@@ -9,12 +9,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import example, HealthCheck, given, settings
+from ctxcore_memory import SqliteMemoryStore
+from ctxcore_memory.sqlite_store import SCHEMA_VERSION, fts5_available
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ctxcore import MemoryCorrupt
-from ctxcore_memory import SqliteMemoryStore
-from ctxcore_memory.sqlite_store import SCHEMA_VERSION, fts5_available
 
 
 def test_this_python_has_fts5() -> None:

@@ -1,6 +1,11 @@
 """Providers for ctxcore, and the preset pipelines (chat, react, skill, agent)."""
 
-from ctxcore_providers._markers import CLOSE_MARKER, OPEN_MARKER, neutralize_markers, strip_runtime_blocks
+from ctxcore_providers._markers import (
+    CLOSE_MARKER,
+    OPEN_MARKER,
+    neutralize_markers,
+    strip_runtime_blocks,
+)
 from ctxcore_providers.bootstrap import BootstrapFiles, BootstrapFilesConfig
 from ctxcore_providers.history import History, HistoryConfig
 from ctxcore_providers.identity import Identity, IdentityConfig

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Callable, Generic, Sequence, TypeVar
+from typing import Generic, TypeVar
 
 __all__ = ["FileRefused", "confined_file", "inside", "read_text", "RenderCache", "DEFAULT_MAX_BYTES"]
 

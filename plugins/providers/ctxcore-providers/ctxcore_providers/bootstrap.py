@@ -20,14 +20,21 @@ files that appear) or ``ttl_seconds`` pass.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore import Message
-from ctxcore_providers._files import DEFAULT_MAX_BYTES, FileRefused, RenderCache, confined_file, read_text
+from ctxcore_providers._files import (
+    DEFAULT_MAX_BYTES,
+    FileRefused,
+    RenderCache,
+    confined_file,
+    read_text,
+)
 from ctxcore_providers._render import Trust, context_message
 
 log = structlog.get_logger("ctxcore_providers.bootstrap")

@@ -28,16 +28,21 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxcore.kit import LazyMessages, Snapshot
 from ctxcore import Message, TextBlock, system
-from ctxcore.kit import get_prompt
-from ctxcore_providers._markers import OPEN_MARKER, has_marker, neutralize_markers, strip_runtime_blocks
+from ctxcore.kit import LazyMessages, Snapshot, get_prompt
+from ctxcore_providers._markers import (
+    OPEN_MARKER,
+    has_marker,
+    neutralize_markers,
+    strip_runtime_blocks,
+)
 from ctxcore_providers._render import stable_id
 
 SELF_TOOL_PLAN = "self_tool_plan"

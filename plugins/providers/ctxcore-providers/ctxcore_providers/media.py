@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import stat
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ctxcore import ImageBlock
 

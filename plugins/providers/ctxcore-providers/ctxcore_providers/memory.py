@@ -9,14 +9,21 @@ where the memory is the operator's own (the agent preset does this).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ctxcore import Message
 from ctxcore.kit import current_pipeline_context
-from ctxcore_providers._files import DEFAULT_MAX_BYTES, FileRefused, RenderCache, confined_file, read_text
+from ctxcore_providers._files import (
+    DEFAULT_MAX_BYTES,
+    FileRefused,
+    RenderCache,
+    confined_file,
+    read_text,
+)
 from ctxcore_providers._markers import neutralize_markers
 from ctxcore_providers._render import Trust, context_message, estimate_tokens
 

@@ -11,7 +11,8 @@ text continues after it. Messages that are not plain text pass through as is.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 

@@ -21,13 +21,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import yaml
 
-from ctxcore_providers._files import DEFAULT_MAX_BYTES, FileRefused, RenderCache, read_text
+from ctxcore_providers._files import (
+    DEFAULT_MAX_BYTES,
+    FileRefused,
+    RenderCache,
+    read_text,
+)
 
 __all__ = ["Skill", "SkillsCatalog", "parse_skill"]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 

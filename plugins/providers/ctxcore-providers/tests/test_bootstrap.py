@@ -6,8 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from ctxcore_providers import BootstrapFiles
-from ctxcore_providers import _files
+from ctxcore_providers import BootstrapFiles, _files
 from ctxcore_providers._files import FileRefused, RenderCache
 
 from ctxcore.testing.contracts import ProviderContract

@@ -7,7 +7,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from ctxcore_providers import History, RuntimeContext, neutralize_markers, strip_runtime_blocks
+from ctxcore_providers import (
+    History,
+    RuntimeContext,
+    neutralize_markers,
+    strip_runtime_blocks,
+)
 from ctxcore_providers._markers import has_marker
 from ctxcore_providers.media import sniff_image_type
 from hypothesis import given

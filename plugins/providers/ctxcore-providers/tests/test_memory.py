@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import ctxcore_counters.plugin as counters_plugin
 import ctxcore_providers.plugin as providers_plugin
@@ -19,10 +20,7 @@ from ctxcore_providers.memory import (
     RecentMemoryConfig,
 )
 
-from ctxcore import hookimpl
-from ctxcore import ConfigError
-from ctxcore import Pipeline
-from ctxcore import MemoryStore
+from ctxcore import ConfigError, MemoryStore, Pipeline, hookimpl
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts import ProviderContract
 

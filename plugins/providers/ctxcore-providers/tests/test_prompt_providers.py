@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ctxcore_providers import Identity, Skills, SkillsCatalog, SkillsConfig, StaticPrompt, ToolsDesc, render_tools
+from ctxcore_providers import (
+    Identity,
+    Skills,
+    SkillsCatalog,
+    SkillsConfig,
+    StaticPrompt,
+    ToolsDesc,
+    render_tools,
+)
 from ctxcore_providers.static_prompt import StaticPromptConfig
 from pydantic import ValidationError
 

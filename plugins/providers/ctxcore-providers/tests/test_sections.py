@@ -8,9 +8,7 @@ import pytest
 from ctxcore_providers import ArchivedSummary, Sections, StaticPrompt
 from ctxcore_providers.memory import ArchivedSummaryConfig
 
-from ctxcore import ConfigError
-from ctxcore import ImageBlock, human
-from ctxcore import Pipeline
+from ctxcore import ConfigError, ImageBlock, Pipeline, human
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts import ProviderContract
 
