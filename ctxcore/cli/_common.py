@@ -15,6 +15,7 @@ import click
 
 from ctxcore.errors import ConfigError, PluginError
 from ctxcore.plugins.host import PluginHost
+from ctxcore.redaction import redact_text
 
 __all__ = [
     "CliState",
@@ -58,8 +59,6 @@ def echo_issues(exc: ConfigError) -> None:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``error: MESSAGE`` (secrets redacted) on stderr and exit with ``code``."""
-    from ctxcore.redaction import redact_text
-
     click.echo(f"error: {redact_text(message)}", err=True)  # an error may quote a DSN or a header
     sys.exit(code)
 

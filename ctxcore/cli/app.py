@@ -59,8 +59,6 @@ def cli(ctx: click.Context, verbose: int, log_level: str | None, log_format: str
     ctx.ensure_object(CliState)
 
 
-
-
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="ctx")

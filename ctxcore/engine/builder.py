@@ -471,4 +471,3 @@ def _check_filter_output(result: list[Any]) -> None:
             raise TypeError(f"returned item {i} is a {type(m).__name__}, not a ctxcore Message")
         if m.role == "system" and m.trust == "untrusted":
             raise ValueError(f"returned item {i} puts untrusted content in the system role")
-

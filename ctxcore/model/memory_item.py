@@ -24,7 +24,6 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-
 class MemoryItem(BaseModel):
     """One stored memory. ``score`` is set on retrieved items (higher is more relevant)."""
 

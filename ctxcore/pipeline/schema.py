@@ -200,4 +200,3 @@ def _allow_interpolation(schema: Any) -> Any:
         keep = {k: out.pop(k) for k in ("title", "description", "default", "examples") if k in out}
         return {"anyOf": [out, _INTERPOLATED], **keep}
     return out
-

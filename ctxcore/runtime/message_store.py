@@ -213,5 +213,3 @@ class StateMessageStore:
     def to_openai(self) -> list[dict[str, Any]]:
         """The stored messages as OpenAI dicts (for checkpoints)."""
         return [m.to_openai() for m in self.messages]
-
-

@@ -362,4 +362,3 @@ class _Run:
         log.warning("compaction_step", message=message)
         if self.ctx.report is not None:
             self.ctx.report.warnings.append(message)
-
