@@ -34,9 +34,10 @@ import socket
 import sys
 import traceback
 import types
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 import structlog

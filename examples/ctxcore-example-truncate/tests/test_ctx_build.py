@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 def ctx(*args: str) -> subprocess.CompletedProcess[str]:
     """Run ``ctx`` in a subprocess without this environment's CTXCORE_* settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
-    return subprocess.run([sys.executable, "-m", "ctxcore.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "ctxcore", *args], capture_output=True, text=True, env=env,
                           timeout=120, cwd=HERE)
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ctxcore_example_truncate import plugin
+from ctxcore_example_truncate.truncate import DEFAULT_MARKER, META, TruncateToolResults
 from pydantic import ValidationError
 
 from ctxcore import ContextBuilder, Message, MessageCounter, ai, check_tool_pairing, human, system, tool
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts import FilterContract, sample_histories
-from ctxcore_example_truncate import plugin
-from ctxcore_example_truncate.truncate import DEFAULT_MARKER, META, TruncateToolResults
 
 
 # --8<-- [start:contract]
