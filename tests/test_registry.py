@@ -71,3 +71,36 @@ def test_conflicts_listed_and_qualified_lookup() -> None:
     assert r.get("counter", "beta:c").create() == 2
     with pytest.raises(UnknownComponent):
         r.get("counter", "gamma:c")
+
+
+def test_lookup_errors_are_ctx_errors_and_lookup_errors() -> None:
+    """``except CtxError`` catches a failed lookup, and so does existing ``except LookupError`` code."""
+    from ctxcore import CtxError, PluginError
+
+    r = Registry()
+    r.add("filter", "trim", lambda c: None, plugin="a")
+    r.add("filter", "trim", lambda c: None, plugin="b")
+    with pytest.raises(CtxError):
+        r.get("filter", "missing")
+    with pytest.raises(LookupError):
+        r.get("filter", "missing")
+    with pytest.raises(PluginError, match="'a:trim' or 'b:trim'"):
+        r.get("filter", "trim")
+    assert issubclass(ComponentConflict, LookupError)
+
+
+def test_every_error_lives_in_errors_and_is_exported() -> None:
+    """The errors other modules raise are the classes of ``ctxcore.errors``, exported from ``ctxcore``."""
+    import ctxcore
+    import ctxcore.errors as errors
+    from ctxcore.kit import checkpoints
+    from ctxcore.plugins import registry
+    from ctxcore.tools import replay, scaffold
+
+    pairs = [(registry.UnknownComponent, "UnknownComponent"), (registry.ComponentConflict, "ComponentConflict"),
+             (checkpoints.UnstorableState, "UnstorableState"), (replay.TranscriptError, "TranscriptError"),
+             (scaffold.ScaffoldError, "ScaffoldError")]
+    for cls, name in pairs:
+        assert cls is getattr(errors, name) is getattr(ctxcore, name)
+        assert cls.__module__ == "ctxcore.errors"
+        assert issubclass(cls, errors.CtxError)

@@ -103,6 +103,20 @@ def test_rendered_files_are_complete(kind: str) -> None:
     assert "Contract" in files["tests/test_acme_thing.py"]
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_rendered_code_imports_only_the_plugin_surface(kind: str) -> None:
+    """A scaffolded plugin imports ctxcore only through ``ctxcore``, ``ctxcore.kit`` and ``ctxcore.testing``."""
+    deep = []
+    for path, text in render_plugin("acme-thing", kind).items():
+        if not path.endswith(".py"):
+            continue
+        for node in ast.walk(ast.parse(text, filename=path)):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if module and module.startswith("ctxcore.") and module != "ctxcore.kit" and not module.startswith("ctxcore.testing"):
+                deep.append(f"{path}: from {module}")
+    assert deep == []
+
+
 class TestCommand:
     def test_creates_the_directory(self, tmp_path: Path) -> None:
         result = CliRunner().invoke(cli, ["plugins", "new", "acme-echo", "--kind", "provider", "--dir", str(tmp_path)])
