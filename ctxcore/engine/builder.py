@@ -192,17 +192,17 @@ class ContextBuilder:
     @classmethod
     def for_chat(cls, *args: Any, **kwargs: Any) -> ContextBuilder:
         """Chat preset: persona -> bootstrap (optional) -> history (see :func:`ctxcore.pipeline.presets.for_chat`)."""
-        return _preset_factory("for_chat")(*args, **kwargs)  # type: ignore[no-any-return]
+        return _preset_factory("for_chat")(*args, **kwargs)
 
     @classmethod
     def for_react(cls, *args: Any, **kwargs: Any) -> ContextBuilder:
         """ReAct preset (see :func:`ctxcore.pipeline.presets.for_react`)."""
-        return _preset_factory("for_react")(*args, **kwargs)  # type: ignore[no-any-return]
+        return _preset_factory("for_react")(*args, **kwargs)
 
     @classmethod
     def for_skill(cls, **kwargs: Any) -> ContextBuilder:
         """Skill preset (see :func:`ctxcore.pipeline.presets.for_skill`)."""
-        return _preset_factory("for_skill")(**kwargs)  # type: ignore[no-any-return]
+        return _preset_factory("for_skill")(**kwargs)
 
     @classmethod
     def resolve_for_llm(cls, **kwargs: Any) -> Any:
