@@ -7,6 +7,9 @@ unless the new definition is marked ``@pytest.mark.xfail(reason=...)``.
 
 Needs pytest (the ``test`` extra). Servers and harnesses that tests run
 against live apart, in :mod:`ctxcore.testing.harness`.
+
+May import: what :mod:`ctxcore.testing` may (every layer but tools and cli),
+never the harnesses.
 """
 
 from __future__ import annotations

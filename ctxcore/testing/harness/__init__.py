@@ -11,4 +11,7 @@
 Kept apart from the contract suites (:mod:`ctxcore.testing.contracts`): a
 harness starts processes or servers; a contract is a base class of checks.
 Import the module you need; nothing is imported here.
+
+May import: what :mod:`ctxcore.testing` may (every layer but tools and cli),
+never the contract suites.
 """
