@@ -59,6 +59,7 @@ def _builder() -> ContextBuilder:
 
 
 def test_one_line_per_build_with_the_reports_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each build appends one JSON line whose totals and per-source numbers equal the report's."""
     path = tmp_path / "metrics.jsonl"
     monkeypatch.setenv(METRICS_ENV, str(path))
     builder = _builder()
@@ -82,6 +83,7 @@ def test_one_line_per_build_with_the_reports_numbers(tmp_path: Path, monkeypatch
 
 
 def test_nothing_is_written_without_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without CTXCORE_METRICS_FILE the observer writes nothing anywhere."""
     monkeypatch.delenv(METRICS_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
     _builder().build({})
@@ -89,6 +91,7 @@ def test_nothing_is_written_without_the_variable(tmp_path: Path, monkeypatch: py
 
 
 def test_an_unwritable_file_warns_and_the_build_still_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A metrics file that cannot be written is a report warning naming it; the build still returns."""
     monkeypatch.setenv(METRICS_ENV, str(tmp_path / "missing-dir" / "metrics.jsonl"))
     built = _builder().build({})
     assert len(built.messages) == 1

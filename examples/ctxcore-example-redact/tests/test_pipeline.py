@@ -32,6 +32,7 @@ def test_the_state_holds_the_secrets() -> None:
 
 
 def test_ctx_build_sends_no_secret_and_writes_one_metrics_line_per_build(tmp_path: Path) -> None:
+    """`ctx build` with the redact filter prints no planted secret on stdout or stderr and writes one metrics line."""
     metrics = tmp_path / "metrics.jsonl"
     result = ctx_build(metrics, "--format", "json", "--explain")
     assert result.returncode == 0, result.stderr

@@ -44,6 +44,7 @@ def _apply(f: Redact, messages: list) -> list:
 
 
 def test_secrets_in_tool_results_are_replaced_by_ctxcore_rules() -> None:
+    """An API key and a bearer token in a tool result become [REDACTED]; id, trust and call id stay."""
     result = tool(f"OPENAI_API_KEY={OPENAI_KEY}\nheader: Authorization: {BEARER}\nLOG_LEVEL=info", tool_call_id="c1")
     (out,) = _apply(Redact(RedactConfig()), [result])
     assert OPENAI_KEY not in out.text and "eyJhbGciOiJIUzI1NiJ9" not in out.text
@@ -52,6 +53,7 @@ def test_secrets_in_tool_results_are_replaced_by_ctxcore_rules() -> None:
 
 
 def test_text_blocks_and_clean_messages() -> None:
+    """Secrets in text blocks are redacted block by block; a clean message is returned as the same object."""
     clean = human("nothing secret here")
     blocks = human([TextBlock(text=f"key {OPENAI_KEY}"), TextBlock(text="plain")])
     out = _apply(Redact(RedactConfig()), [clean, blocks])
@@ -60,6 +62,7 @@ def test_text_blocks_and_clean_messages() -> None:
 
 
 def test_tool_call_arguments_by_key_name_and_pattern() -> None:
+    """Tool-call arguments are redacted by key name (also extra names) and by value pattern; clean calls are untouched."""
     call = ai(tool_calls=[{"id": "c1", "name": "login", "arguments": {"user": "ada", "password": "hunter2", "pin": "8812",
                                                                       "note": f"use {OPENAI_KEY}"}}])
     (out,) = _apply(Redact(RedactConfig(extra_key_names=["pin"])), [call])
@@ -70,17 +73,20 @@ def test_tool_call_arguments_by_key_name_and_pattern() -> None:
 
 
 def test_extra_patterns_and_roles() -> None:
+    """Extra patterns apply only to the configured roles."""
     msgs = [human("licence ACME-493027"), tool("licence ACME-493027", tool_call_id="c")]
     out = _apply(Redact(RedactConfig(extra_patterns=["ACME-[0-9]{6}"], roles=["tool"])), msgs)
     assert [m.text for m in out] == ["licence ACME-493027", f"licence {REDACTED}"]
 
 
 def test_protected_messages_are_never_rewritten() -> None:
+    """A system message is never rewritten, even when its role is listed."""
     rule = system(f"deploy with {OPENAI_KEY}")
     assert _apply(Redact(RedactConfig(roles=["system"])), [rule])[0] is rule
 
 
 def test_a_bad_pattern_is_a_config_error() -> None:
+    """An extra pattern that is not a regular expression is refused when the config is validated."""
     with pytest.raises(ValidationError, match="not a regular expression"):
         RedactConfig(extra_patterns=["ACME-[0-9"])
 
