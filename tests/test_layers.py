@@ -234,3 +234,11 @@ def test_architecture_doc_lists_every_module() -> None:
             if f"{directory}/" not in listing:
                 missing.append(f"{rel} (directory {directory}/)")
     assert missing == []
+
+
+def test_importing_the_package_and_cli_pulls_in_no_test_code() -> None:
+    """``import ctxcore``, ``ctxcore.testing``, the kit and the CLI import neither pytest nor a suite or harness."""
+    code = ("import sys, ctxcore, ctxcore.kit, ctxcore.testing, ctxcore.cli; "
+            "print(sorted(m for m in sys.modules if m == 'pytest' or m.startswith(('ctxcore.testing.', 'hypothesis'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert out.strip() == "[]"
