@@ -20,7 +20,7 @@ def _xfail_reason(value: Any) -> str:
     """The reason of an ``xfail`` mark on ``value`` ('' when there is none)."""
     for mark in getattr(value, "pytestmark", ()):
         if getattr(mark, "name", None) == "xfail":
-            reason = mark.kwargs.get("reason") or (mark.args[1] if len(mark.args) > 1 else "")
+            reason = mark.kwargs.get("reason", "")  # pytest takes the reason as a keyword only
             if isinstance(reason, str) and reason.strip():
                 return reason
     return ""
