@@ -41,6 +41,7 @@ from ctxcore.errors import (
     UnknownComponent,
     UnstorableState,
 )
+from ctxcore.model.anthropic_io import messages_from_anthropic
 from ctxcore.model.memory_item import MemoryItem
 from ctxcore.model.messages import (
     ContentBlock,
@@ -68,7 +69,7 @@ from ctxcore.pipeline.spec import Pipeline, PipelineSpec
 from ctxcore.plugins.hookspecs import hookimpl
 from ctxcore.plugins.host import PluginHost, PluginInfo
 from ctxcore.plugins.registry import Component, Registry
-from ctxcore.render import to_anthropic, to_openai, validate_request
+from ctxcore.render import to_anthropic, to_openai, to_openai_responses, validate_request
 from ctxcore.render.target import TargetSpec
 from ctxcore.runtime.memory_service import MemoryService
 from ctxcore.runtime.memory_tools import create_memory_tools
@@ -135,10 +136,12 @@ __all__ = [
     "hookimpl",
     "human",
     "legal_start",
+    "messages_from_anthropic",
     "sanitize_tool_call_history",
     "system",
     "to_anthropic",
     "to_openai",
+    "to_openai_responses",
     "tool",
     "validate_request",
     "__version__",

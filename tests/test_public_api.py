@@ -72,10 +72,12 @@ EXPECTED_CTXCORE_ALL = [
     "hookimpl",
     "human",
     "legal_start",
+    "messages_from_anthropic",
     "sanitize_tool_call_history",
     "system",
     "to_anthropic",
     "to_openai",
+    "to_openai_responses",
     "tool",
     "validate_request",
 ]

@@ -36,7 +36,7 @@ from ctxcore.model.transactions import (
     open_calls_after,
     sanitize_tool_call_history,
 )
-from ctxcore.render import to_anthropic, validate_request
+from ctxcore.render import to_anthropic, to_openai_responses, validate_request
 from ctxcore.render.target import TargetSpec
 
 __all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages", "register_preset_factories"]
@@ -80,18 +80,27 @@ class Step:
 
 @dataclass(frozen=True)
 class BuiltContext:
-    """The result of a build: the messages to send and the report explaining them."""
+    """The result of a build: the messages to send, the tools sent with them, and the report explaining them.
+
+    ``tools`` are the builder's tools plus the state's, as given (OpenAI function
+    tools are the usual form); the renderers convert them per provider.
+    """
 
     messages: tuple[Message, ...]
     report: BuildReport = field(repr=False)
+    tools: tuple[Mapping[str, Any], ...] = ()
 
     def to_openai(self) -> list[dict[str, Any]]:
-        """The messages as OpenAI chat-completions dicts."""
+        """The messages as OpenAI chat-completions dicts (send ``tools`` alongside as given)."""
         return [m.to_openai() for m in self.messages]
 
+    def to_openai_responses(self) -> dict[str, Any]:
+        """The OpenAI Responses API body: ``input`` items, and ``tools`` when the build has any."""
+        return to_openai_responses(self.messages, self.tools)
+
     def to_anthropic(self) -> dict[str, Any]:
-        """The messages as an Anthropic Messages API body: ``system`` blocks and alternating ``messages``."""
-        return to_anthropic(self.messages)
+        """The Anthropic Messages API body: ``system`` blocks, alternating ``messages``, and ``tools`` when any."""
+        return to_anthropic(self.messages, self.tools)
 
 
 def coerce_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
@@ -337,14 +346,14 @@ class ContextBuilder:
             messages = result
         return list(messages)
 
-    def _tool_tokens(self, state: Mapping[str, Any]) -> int:
+    def _tools(self, state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         tools = list(self.tools)
         extra = state.get("tools")
         if extra is not None:
             if not isinstance(extra, (list, tuple)) or not all(isinstance(t, Mapping) for t in extra):
                 raise ValueError("state['tools'] must be a list of tool definitions (JSON objects)")
             tools.extend(extra)
-        return self.counter.count_tools(tools) if tools else 0
+        return tools
 
     def _sanitize(self, messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
         if self.target.sanitize == "off":
@@ -393,7 +402,8 @@ class ContextBuilder:
         self, messages: MessageChain, state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
     ) -> BuiltContext:
         origin = messages
-        tool_tokens = self._tool_tokens(state)
+        tools = self._tools(state)
+        tool_tokens = self.counter.count_tools(tools) if tools else 0
         budget = None
         if self.budget is not None:
             budget = self.budget.max_input_tokens - tool_tokens
@@ -407,9 +417,12 @@ class ContextBuilder:
         output = self._run_filters(sanitized, runtime, report, budget)
         if self.target.legal_start:
             output = self._legal_start(output, sanitized, tool_tokens, report)
-        return self._checked(output, origin, tool_tokens, report)
+        return self._checked(output, origin, tool_tokens, report, tuple(tools))
 
-    def _checked(self, messages: list[Message], origin: MessageChain, tool_tokens: int, report: BuildReport) -> BuiltContext:
+    def _checked(
+        self, messages: list[Message], origin: MessageChain, tool_tokens: int, report: BuildReport,
+        tools: tuple[Mapping[str, Any], ...] = (),
+    ) -> BuiltContext:
         """Validate, count and record the output; notify observers."""
         if self.target.validate_request:
             validate_request(messages, self.target.provider)  # includes the pairing check
@@ -426,7 +439,7 @@ class ContextBuilder:
         # This build's share of the cache traffic (the cache outlives builds).
         report.cache_hits = self.counter.hits - report._cache_start[0]
         report.cache_misses = self.counter.misses - report._cache_start[1]
-        built = BuiltContext(messages=tuple(messages), report=report)
+        built = BuiltContext(messages=tuple(messages), report=report, tools=tools)
         self._notify(built)
         return built
 

@@ -240,6 +240,24 @@ class Message(BaseModel):
         except ValidationError as exc:
             raise ValueError(_compact(exc)) from None
 
+    @classmethod
+    def from_anthropic(cls, data: Any, **provenance: Any) -> Message:
+        """Build a message from an Anthropic Messages API message (dict or SDK object).
+
+        Text, image, document, tool_use, tool_result, thinking and
+        redacted_thinking blocks are understood; thinking blocks are kept
+        byte-exact (with their signatures) and re-sent unchanged by
+        :func:`ctxcore.render.to_anthropic`. A user turn carrying several tool
+        results maps to several messages: use
+        :func:`ctxcore.model.anthropic_io.messages_from_anthropic` for those.
+
+        Raises:
+            ValueError: the message cannot be represented; names the block index.
+        """
+        from ctxcore.model.anthropic_io import message_from_anthropic  # same layer; avoids an import cycle
+
+        return message_from_anthropic(data, **provenance)
+
     def to_openai(self) -> dict[str, Any]:
         """Return the OpenAI chat-completions dict for this message."""
         extra = dict(self.metadata.get(OPENAI_EXTRA_KEY) or {})

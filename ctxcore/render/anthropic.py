@@ -14,18 +14,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxcore.errors import InvalidHistory
+from ctxcore.model.anthropic_io import ANTHROPIC_EXTRA_KEY, raw_anthropic_content
 from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock
 from ctxcore.render._input import coerce, content_kinds
 
-__all__ = ["ANTHROPIC_IMAGE_TYPES", "check_anthropic", "to_anthropic"]
+__all__ = ["ANTHROPIC_IMAGE_TYPES", "anthropic_tools", "check_anthropic", "to_anthropic"]
 
 # Anthropic's pattern for tool_use ids.
 _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 _DATA_URL = re.compile(r"^data:(?P<type>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$", re.DOTALL)
 
 
-def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> dict[str, Any]:
-    """The messages as an Anthropic Messages API request body (``system`` + ``messages``).
+def to_anthropic(
+    messages: Iterable[Message | Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """The messages (and tools) as an Anthropic Messages API request body (``system``, ``messages``, ``tools``).
 
     System messages, wherever they are, become the ``system`` text blocks in
     order (they are trusted by construction). Tool results become
@@ -36,12 +39,50 @@ def to_anthropic(messages: Iterable[Message | Mapping[str, Any]]) -> dict[str, A
     renamed alike (Anthropic wants ids unique per request), and a final
     assistant turn is sent without trailing whitespace. Run :func:`validate_request`
     with ``provider="anthropic"`` to know the result is accepted.
+
+    An assistant message read by :meth:`Message.from_anthropic` with thinking
+    blocks is sent with its original blocks, unchanged (Anthropic checks their
+    signatures). ``tools`` (OpenAI function tools or Anthropic tools) become
+    Anthropic tools, see :func:`anthropic_tools`; the key is left out when there are none.
     """
     system, rendered, _ = _render_anthropic(coerce(messages))
     body: dict[str, Any] = {"messages": rendered}
     if system:
         body["system"] = system
+    if tools:
+        body["tools"] = anthropic_tools(tools)
     return body
+
+
+def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Tool definitions as Anthropic tools: ``name``, ``description``, ``input_schema``.
+
+    Accepts OpenAI chat function tools (``{"type": "function", "function": {...}}``),
+    OpenAI Responses function tools (``{"type": "function", "name": ..., "parameters": ...}``)
+    and Anthropic tools (given ``input_schema``: passed through). A tool without
+    parameters gets the empty object schema Anthropic requires.
+
+    Raises:
+        ValueError: a tool is none of these; the message names its index.
+    """
+    out: list[dict[str, Any]] = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise ValueError(f"tools[{i}]: a tool definition is an object, not {type(tool).__name__}")
+        if "input_schema" in tool:
+            out.append(dict(tool))
+            continue
+        function = tool.get("function")
+        spec: Mapping[str, Any] = function if isinstance(function, Mapping) else tool
+        name = spec.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"tools[{i}]: a tool needs a 'name' (OpenAI function tool or Anthropic tool with input_schema)")
+        rendered: dict[str, Any] = {"name": name}
+        if spec.get("description"):
+            rendered["description"] = spec["description"]
+        rendered["input_schema"] = dict(spec.get("parameters") or {"type": "object", "properties": {}})
+        out.append(rendered)
+    return out
 
 
 def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int]]:
@@ -64,12 +105,16 @@ def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]]
             blocks = [_tool_result(m, renamed.get(str(m.tool_call_id), m.tool_call_id))]
         else:
             role = m.role
-            blocks = _blocks(m)
+            raw = raw_anthropic_content(m) if m.role == "assistant" else None
+            blocks = _blocks(m) if raw is None else raw
             if m.role == "assistant" and m.tool_calls:
                 renamed = {}
                 for c in m.tool_calls:
                     renamed[c.id] = _unique_id(c.id, used, taken)
-                    blocks.append(_tool_use(renamed[c.id], c.name, c.arguments))
+                    if raw is None:
+                        blocks.append(_tool_use(renamed[c.id], c.name, c.arguments))
+                if raw is not None and any(renamed[k] != k for k in renamed):
+                    blocks = [{**b, "id": renamed[b["id"]]} if b["type"] == "tool_use" else b for b in blocks]
         if not blocks:
             if role == "assistant" or index != last:
                 continue  # a blank past turn carries nothing: leave it out
@@ -166,6 +211,9 @@ def _tool_result(m: Message, tool_use_id: str | None) -> dict[str, Any]:
     content = _blocks(m)
     if content:
         block["content"] = content
+    extra = m.metadata.get(ANTHROPIC_EXTRA_KEY) or {}
+    if "is_error" in extra:
+        block["is_error"] = bool(extra["is_error"])
     return block
 
 

@@ -1,0 +1,226 @@
+"""Anthropic Messages API -> ctxcore messages: what :meth:`Message.from_anthropic` does.
+
+One Anthropic message can become several ctxcore messages: a user turn carries
+the ``tool_result`` blocks answering the previous assistant's calls, and ctxcore
+(like OpenAI) keeps each result as its own ``tool`` message. So the general
+function, :func:`messages_from_anthropic`, returns a list;
+:meth:`Message.from_anthropic` is the one-message form.
+
+Block mapping (the renderer in :mod:`ctxcore.render.anthropic` is its inverse):
+
+- ``text`` -> :class:`TextBlock` (a lone text block becomes plain string content);
+- ``image`` (``base64`` or ``url`` source) -> :class:`ImageBlock` (base64 as a
+  ``data:`` URL);
+- ``document`` (``base64`` or ``file`` source) -> :class:`FileBlock`;
+- ``tool_use`` -> :class:`ToolCall` (``input`` as JSON text);
+- ``tool_result`` -> a ``tool`` message (``is_error`` kept in
+  ``metadata["anthropic_extra"]``);
+- ``thinking`` / ``redacted_thinking``: assistant only. Anthropic requires them
+  sent back unchanged in a tool-use turn, so the assistant's whole original
+  content list is kept byte-exact in ``metadata["anthropic_content"]`` (with the
+  fingerprint of the message it was read into) and the renderer re-sends it
+  verbatim as long as the message still reads the same. OpenAI renderings leave
+  thinking out.
+
+``cache_control`` on incoming blocks is dropped: ctxcore places its own
+breakpoints (docs/caching.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock, ToolCall
+
+__all__ = [
+    "ANTHROPIC_CONTENT_KEY",
+    "ANTHROPIC_EXTRA_KEY",
+    "ANTHROPIC_FINGERPRINT_KEY",
+    "message_from_anthropic",
+    "messages_from_anthropic",
+    "raw_anthropic_content",
+]
+
+#: metadata key holding an assistant message's original Anthropic content blocks (thinking kept).
+ANTHROPIC_CONTENT_KEY = "anthropic_content"
+#: metadata key holding the fingerprint of the message the original blocks were read into.
+ANTHROPIC_FINGERPRINT_KEY = "anthropic_fingerprint"
+#: metadata key for Anthropic fields ctxcore does not model (a tool result's ``is_error``).
+ANTHROPIC_EXTRA_KEY = "anthropic_extra"
+
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+def messages_from_anthropic(data: Any, **provenance: Any) -> list[Message]:
+    """The ctxcore messages of one Anthropic message (a dict, or an SDK ``Message``/param object).
+
+    ``provenance`` (``source``, ``trust``, ``priority``, ``metadata``...) is given
+    to every message made; an explicit ``id`` is only allowed when one message
+    results.
+
+    Raises:
+        ValueError: the input is not an Anthropic message ctxcore can represent;
+            the message names the block index and type.
+    """
+    data = _plain(data)
+    if not isinstance(data, Mapping):
+        raise ValueError(f"expected an Anthropic message object, got {type(data).__name__}")
+    role = data.get("role")
+    if role not in ("user", "assistant"):
+        raise ValueError(f"an Anthropic message has role 'user' or 'assistant', not {role!r} (the system prompt is the request's 'system' field)")
+    content = data.get("content")
+    if isinstance(content, str):
+        return [_make(role, content, (), {}, provenance)]
+    if not isinstance(content, list):
+        raise ValueError(f"'content' must be a string or a list of blocks, not {type(content).__name__}")
+    blocks = [_block(i, b) for i, b in enumerate(content)]
+    if role == "assistant":
+        return [_assistant(blocks, provenance)]
+    return _user(blocks, provenance)
+
+
+def message_from_anthropic(data: Any, **provenance: Any) -> Message:
+    """The single ctxcore message of an Anthropic message; see :func:`messages_from_anthropic`.
+
+    Raises:
+        ValueError: also when the message maps to several ctxcore messages (a user
+            turn with several tool results, or tool results and text).
+    """
+    made = messages_from_anthropic(data, **provenance)
+    if len(made) != 1:
+        raise ValueError(
+            f"this Anthropic user turn holds {len(made)} ctxcore messages (tool results are separate "
+            "'tool' messages); use ctxcore.messages_from_anthropic(...) to get them all"
+        )
+    return made[0]
+
+
+def raw_anthropic_content(m: Message) -> list[dict[str, Any]] | None:
+    """The original Anthropic blocks of an assistant message, if kept and still describing it."""
+    raw = m.metadata.get(ANTHROPIC_CONTENT_KEY)
+    if raw is None or m.metadata.get(ANTHROPIC_FINGERPRINT_KEY) != m.fingerprint:
+        return None  # changed since it was read (compressed, edited): render from the fields
+    return [dict(b) for b in raw]
+
+
+# ---------------------------------------------------------------- internals
+def _plain(data: Any) -> Any:
+    """SDK objects (pydantic models) as plain dicts; dicts and lists as they are."""
+    dump = getattr(data, "model_dump", None)
+    if callable(dump) and not isinstance(data, Message):
+        return dump(mode="json", exclude_none=True)
+    return data
+
+
+def _block(index: int, block: Any) -> dict[str, Any]:
+    block = _plain(block)
+    if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+        raise ValueError(f"content[{index}]: a content block is an object with a 'type'")
+    return {k: v for k, v in block.items() if k != "cache_control"} | {"__index__": index}
+
+
+def _assistant(blocks: list[dict[str, Any]], provenance: dict[str, Any]) -> Message:
+    texts: list[TextBlock] = []
+    calls: list[ToolCall] = []
+    for b in blocks:
+        kind = b["type"]
+        if kind == "text":
+            texts.append(TextBlock(text=_str(b, "text")))
+        elif kind == "tool_use":
+            calls.append(_tool_call(b))
+        elif kind not in _THINKING:
+            raise ValueError(
+                f"content[{b['__index__']}]: unsupported assistant block type {kind!r} "
+                "(supported: text, tool_use, thinking, redacted_thinking)"
+            )
+    content: Any = texts[0].text if len(texts) == 1 else (tuple(texts) if texts else None)
+    message = _make("assistant", content, tuple(calls), {}, provenance)
+    if not any(b["type"] in _THINKING for b in blocks):
+        return message
+    raw = [{k: v for k, v in b.items() if k != "__index__"} for b in blocks]
+    metadata = {**message.metadata, ANTHROPIC_CONTENT_KEY: raw, ANTHROPIC_FINGERPRINT_KEY: message.fingerprint}
+    return message.model_copy(update={"metadata": metadata})
+
+
+def _user(blocks: list[dict[str, Any]], provenance: dict[str, Any]) -> list[Message]:
+    out: list[Message] = []
+    rest: list[Any] = []
+    for b in blocks:
+        if b["type"] == "tool_result":
+            if rest:
+                raise ValueError(f"content[{b['__index__']}]: tool_result blocks must come before any other block of the user turn")
+            out.append(_tool_result(b, provenance))
+        else:
+            rest.append(_user_part(b))
+    if rest or not out:
+        content: Any = rest[0].text if len(rest) == 1 and isinstance(rest[0], TextBlock) else tuple(rest)
+        out.append(_make("user", content, (), {}, provenance))
+    if len(out) > 1 and "id" in provenance:
+        raise ValueError("an explicit id names one message, but this Anthropic turn makes several")
+    return out
+
+
+def _user_part(b: dict[str, Any]) -> TextBlock | ImageBlock | FileBlock:
+    kind, where = b["type"], f"content[{b['__index__']}]"
+    if kind == "text":
+        return TextBlock(text=_str(b, "text"))
+    source = b.get("source")
+    if kind not in ("image", "document"):
+        raise ValueError(f"{where}: unsupported user block type {kind!r} (supported: text, image, document, tool_result)")
+    if not isinstance(source, Mapping):
+        raise ValueError(f"{where}: an {kind} block needs a 'source' object")
+    stype = source.get("type")
+    if stype == "base64":
+        url = f"data:{source.get('media_type')};base64,{source.get('data')}"
+        return ImageBlock(url=url) if kind == "image" else FileBlock(file_data=url, filename=b.get("title"))
+    if stype == "url" and kind == "image":
+        return ImageBlock(url=str(source.get("url")))
+    if stype == "file" and kind == "document":
+        return FileBlock(file_id=str(source.get("file_id")), filename=b.get("title"))
+    raise ValueError(f"{where}: {kind} source type {stype!r} is not supported (image: base64, url; document: base64, file)")
+
+
+def _tool_result(b: dict[str, Any], provenance: dict[str, Any]) -> Message:
+    where = f"content[{b['__index__']}]"
+    call_id = b.get("tool_use_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise ValueError(f"{where}: a tool_result needs the 'tool_use_id' of the call it answers")
+    raw = b.get("content", "")
+    if isinstance(raw, str):
+        content: Any = raw
+    elif isinstance(raw, list):
+        parts = [_user_part(_block(k, p) | {"__index__": b["__index__"]}) for k, p in enumerate(raw)]
+        content = parts[0].text if len(parts) == 1 and isinstance(parts[0], TextBlock) else tuple(parts)
+    else:
+        raise ValueError(f"{where}: tool_result content must be a string or a list of blocks")
+    extra = {"is_error": b["is_error"]} if "is_error" in b else {}
+    return _make("tool", content, (), {ANTHROPIC_EXTRA_KEY: extra} if extra else {}, provenance, tool_call_id=call_id)
+
+
+def _tool_call(b: dict[str, Any]) -> ToolCall:
+    where = f"content[{b['__index__']}]"
+    if not isinstance(b.get("id"), str) or not isinstance(b.get("name"), str):
+        raise ValueError(f"{where}: a tool_use block needs string 'id' and 'name'")
+    return ToolCall(id=b["id"], name=b["name"], arguments=json.dumps(b.get("input", {}), ensure_ascii=False))
+
+
+def _str(b: Mapping[str, Any], key: str) -> str:
+    value = b.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"content[{b['__index__']}]: a {b['type']} block needs a string {key!r}")
+    return value
+
+
+def _make(
+    role: str, content: Any, calls: Sequence[ToolCall], metadata: dict[str, Any], provenance: dict[str, Any], **fields: Any
+) -> Message:
+    given = dict(provenance)
+    merged = {**dict(given.pop("metadata", None) or {}), **metadata}
+    try:
+        return Message(role=role, content=content, tool_calls=tuple(calls), metadata=merged, **fields, **given)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise ValueError("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors(include_url=False))) from None

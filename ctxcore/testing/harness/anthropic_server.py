@@ -1,0 +1,252 @@
+"""A local HTTP server speaking the Anthropic Messages API, for tests of code that calls Claude.
+
+The Anthropic counterpart of :mod:`ctxcore.testing.harness.openai_server`: on
+``127.0.0.1`` (a free port), ``POST /v1/messages`` takes the body the Messages API
+takes and answers with a ``message`` object the official ``anthropic`` client
+parses. Every request body and its headers are recorded::
+
+    from anthropic import Anthropic
+    from ctxcore.testing.harness.anthropic_server import MessagesServer
+
+    with MessagesServer(reply=lambda body: "Hello!") as server:
+        client = Anthropic(base_url=server.base_url, api_key="unused")
+        client.messages.create(model="claude-test", max_tokens=64, messages=[...])
+    assert server.requests[0]["messages"][-1]["role"] == "user"
+
+``reply(body)`` returns the assistant's text, or a list of content blocks
+(``tool_use`` blocks make the "model" call tools). With ``validate=True`` (the
+default) the server refuses with HTTP 400, as the API does, a request that breaks
+the rules Anthropic enforces on the wire: roles alternating from a user turn,
+every ``tool_use`` answered by a ``tool_result`` at the start of the next user
+turn and no result without its call, tool ids unique, tools with ``name`` and an
+object ``input_schema``, at most 4 ``cache_control`` breakpoints, and thinking
+blocks returned unchanged: with ``thinking=True`` every reply starts with a
+``thinking`` block whose ``signature`` the server checks when the block comes
+back (a changed byte is refused, as Anthropic refuses it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["MAX_CACHE_BREAKPOINTS", "AnthropicReply", "MessagesServer"]
+
+AnthropicReply = Callable[[dict[str, Any]], str | Sequence[Mapping[str, Any]]]
+"""Makes each answer from the request body: the assistant's text or its content blocks."""
+
+#: the most ``cache_control`` blocks one Messages API request may carry.
+MAX_CACHE_BREAKPOINTS = 4
+
+_KEY = b"ctxcore-stub-thinking-key"
+
+
+class MessagesServer:
+    """Serve ``POST /v1/messages`` on 127.0.0.1; use as a context manager.
+
+    Args:
+        reply: makes each answer from the request body (default: a fixed text).
+        validate: refuse, with HTTP 400, a request that breaks Anthropic's wire rules.
+        thinking: start every reply with a signed ``thinking`` block.
+        count: ``count(body) -> int``, the input tokens reported in ``usage``.
+    """
+
+    def __init__(
+        self,
+        reply: AnthropicReply | None = None,
+        *,
+        validate: bool = True,
+        thinking: bool = False,
+        count: Callable[[dict[str, Any]], int] | None = None,
+    ) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.reply: AnthropicReply = reply or (lambda body: "Done.")
+        self.validate = validate
+        self.thinking = thinking
+        self.count = count
+        self.status = 200
+        self._calls = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` to give an Anthropic client, e.g. ``http://127.0.0.1:40123``."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> MessagesServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The HTTP status and JSON payload for one request (the handler sends them)."""
+        if path.split("?")[0] != "/v1/messages":
+            return 404, _error(f"no route {path}", "not_found_error")
+        if self.status != 200:
+            return self.status, _error("overloaded", "overloaded_error")
+        if self.validate:
+            problem = wire_problem(body)
+            if problem is not None:
+                return 400, _error(problem, "invalid_request_error")
+        return 200, self._message(body)
+
+    def _message(self, body: dict[str, Any]) -> dict[str, Any]:
+        made = self.reply(body)
+        content = [{"type": "text", "text": made}] if isinstance(made, str) else [dict(b) for b in made]
+        if self.thinking:
+            thought = f"Reasoning about request {self._calls + 1}."
+            content.insert(0, {"type": "thinking", "thinking": thought, "signature": sign(thought)})
+        with self._lock:
+            self._calls += 1
+            calls = self._calls
+        return {
+            "id": f"msg_test_{calls}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model") or "stub",
+            "content": content,
+            "stop_reason": "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": self.count(body) if self.count else 10, "output_tokens": 10},
+        }
+
+
+def sign(thinking: str) -> str:
+    """The stub's signature of a thinking text (a keyed digest, base64)."""
+    return base64.b64encode(hashlib.blake2b(thinking.encode(), key=_KEY, digest_size=24).digest()).decode()
+
+
+def wire_problem(body: Mapping[str, Any]) -> str | None:
+    """The first Anthropic wire rule ``body`` breaks, as the API words it, or ``None``."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages: at least one message is required"
+    if not isinstance(body.get("max_tokens"), int):
+        return "max_tokens: Field required"
+    problem = _tools_problem(body.get("tools") or [])
+    if problem:
+        return problem
+    if messages[0].get("role") != "user":
+        return "messages: first message must use the \"user\" role"
+    pending: set[str] = set()
+    seen: set[str] = set()
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if i and role == messages[i - 1].get("role"):
+            return f"messages: roles must alternate between \"user\" and \"assistant\" (messages.{i})"
+        blocks = m.get("content")
+        blocks = [{"type": "text", "text": blocks}] if isinstance(blocks, str) else list(blocks or [])
+        if not blocks:
+            return f"messages.{i}: all messages must have non-empty content"
+        problem = _turn_problem(i, role, blocks, pending, seen)
+        if problem:
+            return problem
+    if pending:
+        return f"messages: tool_use ids were found without tool_result blocks immediately after: {', '.join(sorted(pending))}"
+    breakpoints = _count_cache_control(body)
+    if breakpoints > MAX_CACHE_BREAKPOINTS:
+        return f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
+    return None
+
+
+def _turn_problem(i: int, role: Any, blocks: list[Any], pending: set[str], seen: set[str]) -> str | None:
+    if role == "user":
+        answered = 0
+        for k, b in enumerate(blocks):
+            if b.get("type") == "tool_result":
+                if k != answered:
+                    return f"messages.{i}.content.{k}: tool_result blocks must come first in the user message"
+                answered += 1
+                if b.get("tool_use_id") not in pending:
+                    return f"messages.{i}.content.{k}: unexpected tool_use_id found in tool_result blocks: {b.get('tool_use_id')}"
+                pending.discard(b["tool_use_id"])
+        if pending:
+            return f"messages.{i}: tool_use ids were found without tool_result blocks immediately after: {', '.join(sorted(pending))}"
+        return None
+    if role != "assistant":
+        return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+    for k, b in enumerate(blocks):
+        kind = b.get("type")
+        if kind == "tool_use":
+            if b.get("id") in seen:
+                return f"messages.{i}.content.{k}: tool_use ids must be unique ({b.get('id')})"
+            if not isinstance(b.get("input"), dict):
+                return f"messages.{i}.content.{k}.input: Input should be a valid dictionary"
+            seen.add(b["id"])
+            pending.add(b["id"])
+        elif kind == "thinking" and b.get("signature") != sign(str(b.get("thinking"))):
+            return f"messages.{i}.content.{k}: Invalid `signature` in `thinking` block"
+        elif kind in ("image", "document"):
+            return f"messages.{i}.content.{k}: {kind} blocks are only allowed in user messages"
+    return None
+
+
+def _tools_problem(tools: Any) -> str | None:
+    if not isinstance(tools, list):
+        return "tools: Input should be a valid list"
+    names: set[str] = set()
+    for i, t in enumerate(tools):
+        if not isinstance(t, Mapping) or not isinstance(t.get("name"), str):
+            return f"tools.{i}.name: Field required"
+        schema = t.get("input_schema")
+        if not isinstance(schema, Mapping) or schema.get("type") != "object":
+            return f"tools.{i}.input_schema: Field required (a JSON schema of type 'object')"
+        if t["name"] in names:
+            return f"tools: Tool names must be unique ({t['name']})"
+        names.add(t["name"])
+    return None
+
+
+def _count_cache_control(body: Mapping[str, Any]) -> int:
+    count = sum(1 for t in body.get("tools") or [] if "cache_control" in t)
+    system = body.get("system")
+    if isinstance(system, list):
+        count += sum(1 for b in system if isinstance(b, Mapping) and "cache_control" in b)
+    for m in body.get("messages") or []:
+        if isinstance(m.get("content"), list):
+            count += sum(1 for b in m["content"] if isinstance(b, Mapping) and "cache_control" in b)
+    return count
+
+
+def _error(message: str, kind: str) -> dict[str, Any]:
+    """An error body shaped like the Anthropic API's."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _handler(server: MessagesServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            try:
+                body = json.loads(self.rfile.read(length))
+            except json.JSONDecodeError as exc:
+                self._send(400, _error(f"request body is not JSON: {exc}", "invalid_request_error"))
+                return
+            server.requests.append(body)
+            server.headers.append(dict(self.headers))
+            self._send(*server.answer(self.path, body))
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Handler
