@@ -74,6 +74,7 @@ from ctxcore.render.target import TargetSpec
 from ctxcore.runtime.memory_service import MemoryService
 from ctxcore.runtime.memory_tools import create_memory_tools
 from ctxcore.runtime.message_store import StateMessageStore
+from ctxcore.runtime.threads import Thread
 
 __version__ = "0.1.0"
 
@@ -126,6 +127,7 @@ __all__ = [
     "Summarizer",
     "TargetSpec",
     "TextBlock",
+    "Thread",
     "TokenCounter",
     "ToolCall",
     "Unit",

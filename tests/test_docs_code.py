@@ -170,10 +170,29 @@ def run_page(name: str, path: Path, blocks: list[Block]) -> None:
         del sys.modules[module.__name__]
 
 
-def _refuse_network(original: Callable[[socket.socket, Any], Any]) -> Callable[[socket.socket, Any], Any]:
-    """``socket.connect`` (or ``connect_ex``) refusing IP addresses: blocks must not reach a server (mark them not-run)."""
-    def connect(sock: socket.socket, address: Any) -> Any:
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def _record_bind(original: Callable[[socket.socket, Any], Any], bound: set[tuple[str, int]]) -> Callable[[socket.socket, Any], Any]:
+    """``socket.bind`` remembering the loopback addresses this process listens on (a local stub a block starts)."""
+    def bind(sock: socket.socket, address: Any) -> Any:
+        result = original(sock, address)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
+            host, port = sock.getsockname()[:2]
+            if host in _LOOPBACK:
+                bound.add((host, port))
+        return result
+    return bind
+
+
+def _refuse_network(original: Callable[[socket.socket, Any], Any], bound: set[tuple[str, int]]) -> Callable[[socket.socket, Any], Any]:
+    """``socket.connect`` (or ``connect_ex``) refusing IP addresses: blocks must not reach a server (mark them not-run).
+
+    The one exception is a loopback server the block started itself in this
+    process (the local OpenAI/Anthropic stubs of docs/threads.md): nothing leaves the machine.
+    """
+    def connect(sock: socket.socket, address: Any) -> Any:
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and tuple(address[:2]) not in bound:
             raise OSError(f"documentation blocks must not use the network (connect to {address!r})")
         return original(sock, address)
     return connect
@@ -183,11 +202,13 @@ def _refuse_network(original: Callable[[socket.socket, Any], Any]) -> Callable[[
 def reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A reader's set-up: a fresh directory with a copy of examples/, the installed plugins, no CTX settings.
 
-    Network connections fail. Logging is put back afterwards, since
+    Network connections fail, except to a loopback server a block started. Logging is put back afterwards, since
     docs/logging.md configures it for the process.
     """
-    monkeypatch.setattr(socket.socket, "connect", _refuse_network(socket.socket.connect))
-    monkeypatch.setattr(socket.socket, "connect_ex", _refuse_network(socket.socket.connect_ex))
+    bound: set[tuple[str, int]] = set()
+    monkeypatch.setattr(socket.socket, "bind", _record_bind(socket.socket.bind, bound))
+    monkeypatch.setattr(socket.socket, "connect", _refuse_network(socket.socket.connect, bound))
+    monkeypatch.setattr(socket.socket, "connect_ex", _refuse_network(socket.socket.connect_ex, bound))
     shutil.copytree(ROOT / "examples", tmp_path / "examples",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache"))
     monkeypatch.chdir(tmp_path)
@@ -314,6 +335,12 @@ class TestRunPage:
         """A block connecting to a server fails (it would be marked not-run), so no page depends on one."""
         with pytest.raises(pytest.fail.Exception, match="raised OSError: documentation blocks must not use the network"):
             self._run("```python\nimport socket\nsocket.create_connection(('127.0.0.1', 9))\n```\n", reader / "page.md")
+
+    def test_a_loopback_server_the_block_starts_is_reachable(self, reader: Path) -> None:
+        """A block may talk to a server it started itself on 127.0.0.1 (the local stubs); nothing else opens."""
+        self._run(
+            "```python\nimport socket\nserver = socket.create_server(('127.0.0.1', 0))\n"
+            "socket.create_connection(server.getsockname()).close()\nserver.close()\n```\n", reader / "page.md")
 
     def test_top_level_await_runs(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """A block may await at top level, and a later block sees its result."""

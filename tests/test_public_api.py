@@ -58,6 +58,7 @@ EXPECTED_CTXCORE_ALL = [
     "Summarizer",
     "TargetSpec",
     "TextBlock",
+    "Thread",
     "TokenCounter",
     "ToolCall",
     "TranscriptError",

@@ -9,7 +9,7 @@ closest registered names. See docs/pipeline.md for the reference.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any, Literal
@@ -34,7 +34,7 @@ from ctxcore.plugins.host import PluginHost, default_host
 from ctxcore.plugins.registry import Component, ComponentConflict, UnknownComponent
 from ctxcore.render.target import TargetSpec
 
-__all__ = ["ModelSpec", "StepSpec", "PipelineSpec", "Pipeline", "DEFAULT_COUNTER"]
+__all__ = ["ModelSpec", "StepSpec", "PipelineSpec", "Pipeline", "DEFAULT_COUNTER", "register_thread_factories"]
 
 log = structlog.get_logger("ctxcore.pipeline")
 
@@ -42,6 +42,23 @@ log = structlog.get_logger("ctxcore.pipeline")
 DEFAULT_COUNTER = "approximate"
 
 _STEP_KEYS = ("type", "id", "optional", "enabled")
+
+# Pipeline.thread / athread open a runtime-layer Thread. The runtime layer (above this
+# one) registers the openers when it is imported (``import ctxcore`` does), so this
+# module never imports upward.
+_THREAD_FACTORIES: dict[str, Callable[..., Any]] = {}
+
+
+def register_thread_factories(open_thread: Callable[..., Any], aopen_thread: Callable[..., Awaitable[Any]]) -> None:
+    """Install the functions behind :meth:`Pipeline.thread` and :meth:`Pipeline.athread` (called by ``ctxcore.runtime.threads``)."""
+    _THREAD_FACTORIES.update(sync=open_thread, async_=aopen_thread)
+
+
+def _thread_factory(kind: str) -> Callable[..., Any]:
+    try:
+        return _THREAD_FACTORIES[kind]
+    except KeyError:  # only when the pipeline layer is used without the runtime layer
+        raise RuntimeError("Pipeline.thread needs the runtime layer: import ctxcore.runtime.threads first") from None
 
 
 class ModelSpec(BaseModel):
@@ -149,6 +166,7 @@ class Pipeline:
         self._builder: ContextBuilder | None = None
         self._checkpointer: Any = None
         self._memory: Any = None
+        self._thread_checkpointer: Any = None
         #: optional components that could not be created (also in every build report).
         self.warnings: list[str] = []
 
@@ -274,6 +292,36 @@ class Pipeline:
         """The configured long-term memory store (compiles on first access), or ``None``."""
         self.builder()
         return self._memory
+
+    def thread_checkpointer(self) -> Any:
+        """Where threads are saved: the configured checkpointer, else one in-memory ``memory`` checkpointer for this pipeline.
+
+        Raises:
+            ConfigError: no checkpointer is configured and no plugin provides ``memory``.
+        """
+        if self.checkpointer is not None:
+            return self.checkpointer
+        if self._thread_checkpointer is None:
+            try:
+                self._thread_checkpointer = self.host.registry.get("checkpointer", "memory").create()
+            except UnknownComponent as exc:
+                raise ConfigError([ConfigIssue(
+                    f"threads need a checkpointer: the pipeline names none and no 'memory' checkpointer is installed ({exc}); "
+                    "add `checkpointer: {type: sqlite, path: ...}` or install ctxcore-checkpointers", file=self.source)]) from exc
+        return self._thread_checkpointer
+
+    def thread(self, thread_id: str, *, state_key: str = "messages", tools: Sequence[Mapping[str, Any]] = ()) -> Any:
+        """The conversation ``thread_id``: its newest checkpoint loaded, or a new empty thread.
+
+        Returns a :class:`ctxcore.runtime.threads.Thread` (docs/threads.md).
+        ``state_key`` is the state key the pipeline's history provider reads;
+        ``tools`` are sent with every build of the thread.
+        """
+        return _thread_factory("sync")(self, thread_id, state_key=state_key, tools=tools)
+
+    async def athread(self, thread_id: str, *, state_key: str = "messages", tools: Sequence[Mapping[str, Any]] = ()) -> Any:
+        """Async form of :meth:`thread` (the checkpoint is read with ``aget_checkpoint``)."""
+        return await _thread_factory("async_")(self, thread_id, state_key=state_key, tools=tools)
 
     def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Compile (once) and build; see :meth:`ContextBuilder.build`."""

@@ -1,5 +1,8 @@
 """Agent-runtime layer: what an application uses around each build.
 
+- :mod:`~ctxcore.runtime.threads`: :class:`Thread`, the turn loop over a
+  checkpointer (``Pipeline.thread``); :mod:`~ctxcore.runtime.replies` reads
+  model replies into the assistant message it appends.
 - :mod:`~ctxcore.runtime.memory_service`: :class:`MemoryService`, a long-term
   memory store bound to an agent's namespace.
 - :mod:`~ctxcore.runtime.memory_tools`: the ``memory_add`` / ``memory_search``

@@ -97,10 +97,24 @@ class MessagesServer:
         if self.status != 200:
             return self.status, _error("overloaded", "overloaded_error")
         if self.validate:
-            problem = wire_problem(body)
+            problem = wire_problem(body) or (self._thinking_problem(body) if self.thinking else None)
             if problem is not None:
                 return 400, _error(problem, "invalid_request_error")
         return 200, self._message(body)
+
+    @staticmethod
+    def _thinking_problem(body: dict[str, Any]) -> str | None:
+        """With thinking on, the assistant turn a tool result answers must start with its thinking block."""
+        messages = body["messages"]
+        last = messages[-1].get("content")
+        if len(messages) < 2 or not isinstance(last, list) or not last or last[0].get("type") != "tool_result":
+            return None
+        previous = messages[-2].get("content")
+        first = previous[0].get("type") if isinstance(previous, list) and previous else "text"
+        if first not in ("thinking", "redacted_thinking"):
+            return (f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                    f"`{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block.")
+        return None
 
     def _message(self, body: dict[str, Any]) -> dict[str, Any]:
         made = self.reply(body)

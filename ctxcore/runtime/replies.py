@@ -1,0 +1,86 @@
+"""Model replies -> the assistant :class:`Message` a thread appends (``Thread.add_response``).
+
+Accepted, as SDK objects or their dicts:
+
+- an OpenAI chat completion (its first choice), or a chat completion message;
+- an OpenAI Responses API response (``output`` items: ``message`` text and
+  ``function_call`` items become one assistant message; ``reasoning`` items are
+  not kept, since ctxcore cannot re-send encrypted reasoning);
+- an Anthropic ``Message`` (or its dict): text, ``tool_use``, ``thinking`` and
+  ``redacted_thinking`` blocks, the thinking kept byte-exact for re-sending.
+
+Keys of an OpenAI reply that only exist in responses (``annotations``) are
+dropped so the message can be sent back as a request message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxcore.model.anthropic_io import message_from_anthropic
+from ctxcore.model.messages import Message, TextBlock, ToolCall
+
+__all__ = ["message_from_reply"]
+
+# What an assistant message in a chat-completions request may carry.
+_OPENAI_ASSISTANT_KEYS = frozenset({"role", "content", "name", "tool_calls", "refusal", "audio", "function_call"})
+_ANTHROPIC_ONLY_BLOCKS = frozenset({"tool_use", "thinking", "redacted_thinking"})
+
+
+def message_from_reply(response: Any, **provenance: Any) -> Message:
+    """The assistant message of a model reply from any of the supported APIs.
+
+    Raises:
+        ValueError: the reply is none of the supported shapes (or has no choice),
+            named in the message.
+    """
+    data = _plain(response)
+    if not isinstance(data, Mapping):
+        raise ValueError(f"add_response expects an OpenAI or Anthropic reply (object or dict), got {type(response).__name__}")
+    if isinstance(data.get("output"), list):
+        return _from_responses(data, provenance)
+    if "choices" in data:
+        choices = data.get("choices") or []
+        if not choices:
+            raise ValueError("the chat completion has no choices")
+        data = _plain(choices[0]).get("message") or {}
+    if _is_anthropic(data):
+        return message_from_anthropic({"role": "assistant", "content": data.get("content")}, **provenance)
+    if data.get("role") != "assistant":
+        raise ValueError(f"a reply is an assistant message, not role {data.get('role')!r}")
+    kept = {k: v for k, v in data.items() if k in _OPENAI_ASSISTANT_KEYS and v is not None}
+    kept.setdefault("content", None)
+    return Message.from_openai(kept, **provenance)
+
+
+def _is_anthropic(data: Mapping[str, Any]) -> bool:
+    if "stop_reason" in data or data.get("type") == "message":
+        return True
+    content = data.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") in _ANTHROPIC_ONLY_BLOCKS for b in content
+    )
+
+
+def _from_responses(data: Mapping[str, Any], provenance: dict[str, Any]) -> Message:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for i, item in enumerate(data["output"]):
+        item = _plain(item)
+        kind = item.get("type")
+        if kind == "message":
+            texts.extend(p["text"] for p in item.get("content") or [] if p.get("type") == "output_text")
+        elif kind == "function_call":
+            calls.append(ToolCall(id=item["call_id"], name=item["name"], arguments=item.get("arguments") or "{}"))
+        elif kind != "reasoning":
+            raise ValueError(f"output[{i}]: Responses output item {kind!r} is not supported (message, function_call, reasoning)")
+    content: Any = texts[0] if len(texts) == 1 else (tuple(TextBlock(text=t) for t in texts) if texts else None)
+    return Message(role="assistant", content=content, tool_calls=tuple(calls), **provenance)
+
+
+def _plain(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Message):
+        return dump(mode="json", exclude_none=True)
+    return value
