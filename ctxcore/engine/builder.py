@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -37,6 +38,7 @@ from ctxcore.model.transactions import (
     sanitize_tool_call_history,
 )
 from ctxcore.render import to_anthropic, to_openai_responses, validate_request
+from ctxcore.render.caching import CachePlan, min_cacheable_tokens, plan_anthropic_cache
 from ctxcore.render.target import TargetSpec
 
 __all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages", "register_preset_factories"]
@@ -89,6 +91,8 @@ class BuiltContext:
     messages: tuple[Message, ...]
     report: BuildReport = field(repr=False)
     tools: tuple[Mapping[str, Any], ...] = ()
+    #: the Anthropic ``cache_control`` breakpoints (``target.cache: auto``), or ``None``.
+    cache: CachePlan | None = None
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The messages as OpenAI chat-completions dicts (send ``tools`` alongside as given)."""
@@ -100,7 +104,7 @@ class BuiltContext:
 
     def to_anthropic(self) -> dict[str, Any]:
         """The Anthropic Messages API body: ``system`` blocks, alternating ``messages``, and ``tools`` when any."""
-        return to_anthropic(self.messages, self.tools)
+        return to_anthropic(self.messages, self.tools, self.cache)
 
 
 def coerce_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
@@ -194,6 +198,8 @@ class ContextBuilder:
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
         self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
         self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
+        # thread id -> (system fingerprints, other fingerprints) of its last build, for cache breakpoints
+        self._sent: OrderedDict[Any, tuple[tuple[str, ...], tuple[str, ...]]] = OrderedDict()
 
     # --------------------------------------------------------------- presets
     # Thin entry points; the logic (and the parameters) live in ctxcore.pipeline.presets,
@@ -417,11 +423,11 @@ class ContextBuilder:
         output = self._run_filters(sanitized, runtime, report, budget)
         if self.target.legal_start:
             output = self._legal_start(output, sanitized, tool_tokens, report)
-        return self._checked(output, origin, tool_tokens, report, tuple(tools))
+        return self._checked(output, origin, tool_tokens, report, tuple(tools), runtime.get("thread_id"))
 
     def _checked(
         self, messages: list[Message], origin: MessageChain, tool_tokens: int, report: BuildReport,
-        tools: tuple[Mapping[str, Any], ...] = (),
+        tools: tuple[Mapping[str, Any], ...] = (), thread: Any = None,
     ) -> BuiltContext:
         """Validate, count and record the output; notify observers."""
         if self.target.validate_request:
@@ -439,9 +445,36 @@ class ContextBuilder:
         # This build's share of the cache traffic (the cache outlives builds).
         report.cache_hits = self.counter.hits - report._cache_start[0]
         report.cache_misses = self.counter.misses - report._cache_start[1]
-        built = BuiltContext(messages=tuple(messages), report=report, tools=tools)
+        cache = self._cache_plan(messages, tokens, tool_tokens, bool(tools), thread)
+        if cache is not None and cache.count:
+            report.notes.append(
+                f"cache: {cache.count} cache_control breakpoint(s); {cache.reused} leading message(s) as in the previous build"
+            )
+        built = BuiltContext(messages=tuple(messages), report=report, tools=tools, cache=cache)
         self._notify(built)
         return built
+
+    def _cache_plan(
+        self, messages: list[Message], tokens: list[int], tool_tokens: int, has_tools: bool, thread: Any
+    ) -> CachePlan | None:
+        """Anthropic breakpoints for ``cache: auto``: one pass over the output's fingerprints (cached per message)."""
+        target = self.target
+        if target.provider != "anthropic" or target.cache != "auto":
+            return None
+        system = tuple(m.fingerprint for m in messages if m.role == "system")
+        rest = tuple(m.fingerprint for m in messages if m.role != "system")
+        previous = self._sent.pop(thread, None)
+        reused = 0
+        if previous is not None and previous[0] == system:
+            for a, b in zip(previous[1], rest, strict=False):
+                if a != b:
+                    break
+                reused += 1
+        self._sent[thread] = (system, rest)
+        if len(self._sent) > 1024:  # remember the most recent threads only
+            self._sent.popitem(last=False)
+        minimum = target.cache_min_tokens or min_cacheable_tokens(target.model)
+        return plan_anthropic_cache([m.role for m in messages], tokens, tool_tokens, has_tools, reused, minimum)
 
     def _component_failed(self, step: Step, kind: str, exc: BaseException, report: BuildReport, started: float) -> None:
         if not step.optional:

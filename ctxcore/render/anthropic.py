@@ -17,6 +17,7 @@ from ctxcore.errors import InvalidHistory
 from ctxcore.model.anthropic_io import ANTHROPIC_EXTRA_KEY, raw_anthropic_content
 from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock
 from ctxcore.render._input import coerce, content_kinds
+from ctxcore.render.caching import CachePlan
 
 __all__ = ["ANTHROPIC_IMAGE_TYPES", "anthropic_tools", "check_anthropic", "to_anthropic"]
 
@@ -26,7 +27,7 @@ _DATA_URL = re.compile(r"^data:(?P<type>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$"
 
 
 def to_anthropic(
-    messages: Iterable[Message | Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = ()
+    messages: Iterable[Message | Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (), cache: CachePlan | None = None
 ) -> dict[str, Any]:
     """The messages (and tools) as an Anthropic Messages API request body (``system``, ``messages``, ``tools``).
 
@@ -44,14 +45,45 @@ def to_anthropic(
     blocks is sent with its original blocks, unchanged (Anthropic checks their
     signatures). ``tools`` (OpenAI function tools or Anthropic tools) become
     Anthropic tools, see :func:`anthropic_tools`; the key is left out when there are none.
+    ``cache`` (the plan of ``target.cache: auto``, see :mod:`ctxcore.render.caching`)
+    marks its blocks with ``cache_control: {"type": "ephemeral"}``.
     """
-    system, rendered, _ = _render_anthropic(coerce(messages))
+    items = coerce(messages)
+    system, rendered, _, ends = _render_anthropic(items)
     body: dict[str, Any] = {"messages": rendered}
     if system:
         body["system"] = system
     if tools:
         body["tools"] = anthropic_tools(tools)
+    if cache is not None:
+        _mark_cache(body, cache, ends)
     return body
+
+
+_EPHEMERAL = {"type": "ephemeral"}
+_NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})  # Anthropic refuses cache_control on these
+
+
+def _mark_cache(body: dict[str, Any], plan: CachePlan, ends: dict[int, tuple[int, int]]) -> None:
+    """Put ``cache_control`` on the blocks ``plan`` names (the last block each message rendered to)."""
+    if plan.tools and body.get("tools"):
+        body["tools"][-1]["cache_control"] = dict(_EPHEMERAL)
+    if plan.system and body.get("system"):
+        body["system"][-1]["cache_control"] = dict(_EPHEMERAL)
+    rendered = body["messages"]
+    for index in plan.messages:
+        where = max((k for k in ends if k <= index), default=None)
+        if where is None:
+            continue
+        turn, block = ends[where]
+        if turn >= len(rendered):  # the final assistant turn was stripped
+            continue
+        content = rendered[turn]["content"]
+        block = min(block, len(content) - 1)
+        while block >= 0 and content[block]["type"] in _NOT_CACHEABLE:
+            block -= 1
+        if block >= 0:
+            content[block]["cache_control"] = dict(_EPHEMERAL)
 
 
 def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -85,11 +117,15 @@ def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int]]:
-    """(system blocks, alternating messages, index of the first input message of each)."""
+def _render_anthropic(
+    messages: Sequence[Message],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[int], dict[int, tuple[int, int]]]:
+    """(system blocks, alternating messages, index of the first input message of each,
+    input index -> (rendered message, block) where that input message's blocks end)."""
     system: list[dict[str, Any]] = []
     rendered: list[dict[str, Any]] = []
     origins: list[int] = []
+    ends: dict[int, tuple[int, int]] = {}
     # Anthropic wants tool_use ids unique across the request; OpenAI histories
     # (local models especially) reuse ids like "call_0" from turn to turn.
     taken = {c.id for m in messages for c in m.tool_calls}
@@ -124,9 +160,10 @@ def _render_anthropic(messages: Sequence[Message]) -> tuple[list[dict[str, Any]]
         else:
             rendered.append({"role": role, "content": blocks})
             origins.append(index)
+        ends[index] = (len(rendered) - 1, len(rendered[-1]["content"]) - 1)
     if _strip_final_assistant(rendered):
         origins.pop()
-    return system, rendered, origins
+    return system, rendered, origins, ends
 
 
 def _skipped_for_anthropic(m: Message) -> bool:
@@ -251,7 +288,7 @@ def check_anthropic(items: Sequence[Message]) -> None:
                 raise InvalidHistory(f"tool call id {call.id!r} does not match Anthropic's [a-zA-Z0-9_-]+", index=index)
             if not isinstance(_tool_use(call.id, call.name, call.arguments)["input"], dict):
                 raise InvalidHistory(f"tool call {call.id!r}: Anthropic requires the arguments to be a JSON object", index=index)
-    _, rendered, origins = _render_anthropic(items)
+    _, rendered, origins, _ = _render_anthropic(items)
     for k in range(1, len(rendered)):  # guaranteed by the merge; checked so a regression cannot ship
         if rendered[k]["role"] == rendered[k - 1]["role"]:  # pragma: no cover
             raise InvalidHistory("roles do not alternate", index=origins[k])

@@ -30,6 +30,11 @@ class TargetSpec(BaseModel):
             ``backfill`` missing results with an "interrupted" placeholder, or
             ``off`` (a broken history then fails validation).
         validate: run ``validate_request`` for ``provider`` before returning.
+        cache: Anthropic prompt caching: ``auto`` marks up to 4 ``cache_control``
+            breakpoints in ``to_anthropic()`` (docs/caching.md); ``off`` marks none.
+            OpenAI caches automatically and ignores it.
+        model: the model name; picks the minimum cacheable length for ``cache: auto``.
+        cache_min_tokens: the minimum cacheable length to apply instead of the model's.
     """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -39,3 +44,6 @@ class TargetSpec(BaseModel):
     recover_user: bool = False
     sanitize: Literal["drop", "backfill", "off"] = "drop"
     validate_request: bool = Field(default=True, alias="validate")
+    cache: Literal["auto", "off"] = "auto"
+    model: str | None = None
+    cache_min_tokens: int | None = Field(default=None, ge=1)
