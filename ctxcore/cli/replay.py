@@ -24,13 +24,16 @@ from ctxcore.cli._common import (
     read_json,
 )
 from ctxcore.errors import ConfigError, CtxError
+from ctxcore.tools.cache_rules import PRICES, price_for
 from ctxcore.tools.replay import (
     ReplayResult,
     TranscriptError,
+    anthropic_minimum,
     builder_requests,
     call_points,
     load_transcript,
     replay_requests,
+    split_timestamps,
 )
 
 __all__ = ["print_replay"]
@@ -62,6 +65,14 @@ def print_replay(result: ReplayResult, console: Console) -> None:
         f"{s['cached_discount']:.0%} of the price (${s['cost_without_cache']:.4f} without prompt caching)",
         highlight=False,
     )
+    for name, p in result.providers.items():
+        price = p["price"]
+        written = f", {p['written_tokens']:,} written at ${price['write']}/M" if p["written_tokens"] else ""
+        console.print(
+            f"{name} caching rules: {p['cached_tokens']:,} cached ({_pct(p['cached_share'])}) at ${price['read']}/M"
+            f"{written}, input ${price['input']}/M: ${p['cost']:.4f} (${p['cost_without_cache']:.4f} without caching)",
+            highlight=False,
+        )
 
 
 def _progress(enabled: bool) -> Any:
@@ -83,21 +94,36 @@ def _progress(enabled: bool) -> Any:
 @click.option("--price-per-mtok", type=click.FloatRange(min=0), default=3.0, show_default=True, help="Price per million input tokens.")
 @click.option("--cached-discount", type=click.FloatRange(0, 1), default=0.1, show_default=True,
               help="Fraction of the price a cached input token costs (0.1: cached tokens cost 10%).")
-@click.option("--json", "as_json", is_flag=True, help="Print {totals, turns, calls} as JSON on stdout.")
+@click.option("--openai-model", type=click.Choice(sorted(k for k, v in PRICES.items() if v.provider == "openai")),
+              default="gpt-4o", show_default=True, help="Price row of OpenAI's caching rules (docs/caching.md).")
+@click.option("--openai-price", type=click.FloatRange(min=0), help="OpenAI input price per million tokens (overrides the row).")
+@click.option("--openai-cached-price", type=click.FloatRange(min=0), help="OpenAI cached-input price per million tokens.")
+@click.option("--anthropic-model", type=click.Choice(sorted(k for k, v in PRICES.items() if v.provider == "anthropic")),
+              default="claude-sonnet", show_default=True, help="Price row of Anthropic's caching rules.")
+@click.option("--anthropic-price", type=click.FloatRange(min=0),
+              help="Anthropic input price per million tokens (writes cost 1.25x, reads 0.1x of it).")
+@click.option("--json", "as_json", is_flag=True, help="Print {totals, providers, turns, calls} as JSON on stdout.")
 @click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to every build.")
 @click.pass_context
 def replay_command(ctx: click.Context, transcript: str, pipeline_file: str, price_per_mtok: float, cached_discount: float,
-                   as_json: bool, runtime_items: tuple[str, ...]) -> None:
+                   openai_model: str, openai_price: float | None, openai_cached_price: float | None,
+                   anthropic_model: str, anthropic_price: float | None, as_json: bool, runtime_items: tuple[str, ...]) -> None:
     """Build PIPELINE's request before every model call recorded in TRANSCRIPT and measure it.
 
     TRANSCRIPT is a JSON list of OpenAI messages or {"messages": [...], "tools": [...]}
     (the state `ctx build` reads). A call happens before every assistant message.
+    Each call is also billed under OpenAI's and Anthropic's caching rules; a
+    message's optional "timestamp" (ISO 8601 or epoch seconds) makes cache
+    entries expire after 5 minutes unused.
     """
     runtime = parse_runtime(runtime_items)
     try:
         messages, state = load_transcript(read_json(transcript, "transcript"), source=transcript)
+        messages, times = split_timestamps(messages, source=transcript)
     except TranscriptError as exc:
         fail(str(exc))
+    prices = {"openai": price_for(openai_model, input_price=openai_price, cached_price=openai_cached_price),
+              "anthropic": price_for(anthropic_model, input_price=anthropic_price)}
     p = load_pipeline(ctx, pipeline_file)
     try:
         builder = p.builder()
@@ -117,7 +143,7 @@ def replay_command(ctx: click.Context, transcript: str, pipeline_file: str, pric
                 progress.update(task, completed=done, total=total)
 
             result = replay_requests(messages, request, price_per_mtok=price_per_mtok, cached_discount=cached_discount,
-                                     on_call=advance)
+                                     on_call=advance, times=times, prices=prices, anthropic_min_tokens=anthropic_minimum(builder))
     except (CtxError, ValueError) as exc:
         at = call_points(messages)[done_calls].history
         fail(f"{type(exc).__name__}: {exc} (building the call before {transcript} messages[{at}]; "

@@ -17,10 +17,13 @@ measured: input tokens, budget fill, reductions, and the *cached prefix*:
     tool_call_id) to the leading messages of the previous request, plus the
     tool schemas when they are identical too (providers put tools first).
 
-That is what a provider's prompt cache can serve at message granularity (real
-caches work on token blocks, e.g. 1,024 tokens then 128-token steps, and expire
-after minutes; neither is modelled, the same way for every request builder).
-The reply priming is never counted as cached.
+That is what a provider's prompt cache can serve at message granularity, the
+same way for every request builder. The reply priming is never counted as
+cached. Each call is also billed under each provider's documented rules
+(:mod:`ctxcore.tools.cache_rules`: OpenAI's 1,024-token minimum and 128-token
+increments, Anthropic's breakpoints with writes and reads and their
+lifetimes): ``CallResult.openai_cached_tokens``, ``anthropic_read_tokens`` and
+``anthropic_write_tokens``, summed with costs in ``ReplayResult.providers``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from typing import Any
 
 from ctxcore.errors import TranscriptError
 from ctxcore.model.messages import Message
+from ctxcore.render.caching import DEFAULT_MIN_CACHEABLE, min_cacheable_tokens
+from ctxcore.tools.cache_rules import PRICES, AnthropicCache, CacheOutcome, OpenAICache, Price, prefix_units
 
 __all__ = [
     "TranscriptError",
@@ -41,13 +46,19 @@ __all__ = [
     "ReplayResult",
     "PrefixTracker",
     "load_transcript",
+    "split_timestamps",
     "call_points",
     "builder_requests",
     "replay_requests",
     "replay",
+    "anthropic_minimum",
+    "DEFAULT_PRICES",
 ]
 
 _ROLES = ("system", "user", "assistant", "tool")
+
+#: the prices the provider rules are billed at unless told otherwise (see ``cache_rules.PRICES``).
+DEFAULT_PRICES: dict[str, Price] = {"openai": PRICES["gpt-4o"], "anthropic": PRICES["claude-sonnet"]}
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,9 @@ class RequestStats:
     stages: tuple[str, ...] = ()  # their stages (same order)
     removed: int = 0  # history messages not sent (dropped or replaced)
     warnings: int = 0
+    #: Anthropic ``cache_control`` breakpoints: indices into ``rendered`` (a mark after that
+    #: message; -1 marks the tools); ``()`` for none.
+    cache_breakpoints: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +110,13 @@ class CallResult:
     new_reductions: int
     new_stages: dict[str, int]
     removed: int
+    #: input tokens OpenAI's automatic caching serves (1,024 minimum, 128-token steps).
+    openai_cached_tokens: int = 0
+    #: input tokens read from Anthropic's cache / written to it at this call's breakpoints.
+    anthropic_read_tokens: int = 0
+    anthropic_write_tokens: int = 0
+    #: the call's timestamp (seconds) when the transcript has them.
+    time: float | None = None
 
     @property
     def cached_share(self) -> float:
@@ -129,6 +150,8 @@ class ReplayResult:
     calls: list[CallResult]
     price_per_mtok: float
     cached_discount: float
+    #: the prices the provider rules are billed at: ``{"openai": Price, "anthropic": Price}``.
+    prices: dict[str, Price] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     turns: list[TurnResult] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -157,10 +180,33 @@ class ReplayResult:
             "cached_discount": self.cached_discount,
         }
 
+    @property
+    def providers(self) -> dict[str, dict[str, Any]]:
+        """Per provider rule: cached (read) and written tokens, cached share, cost and cost without caching."""
+        input_tokens = sum(c.input_tokens for c in self.calls)
+        out: dict[str, dict[str, Any]] = {}
+        for name, read_of, written_of in (
+            ("openai", lambda c: c.openai_cached_tokens, lambda c: 0),
+            ("anthropic", lambda c: c.anthropic_read_tokens, lambda c: c.anthropic_write_tokens),
+        ):
+            price = self.prices[name]
+            outcomes = [CacheOutcome(read_of(c), written_of(c), c.input_tokens) for c in self.calls]
+            read = sum(o.read for o in outcomes)
+            out[name] = {
+                "cached_tokens": read,
+                "written_tokens": sum(o.written for o in outcomes),
+                "cached_share": read / input_tokens if input_tokens else 0.0,
+                "cost": sum(o.cost(price) for o in outcomes),
+                "cost_without_cache": input_tokens * price.input / 1_000_000,
+                "price": asdict(price),
+            }
+        return out
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: ``totals``, ``turns`` and ``calls`` (each with its cached share)."""
+        """A JSON-ready dict: ``totals``, ``providers``, ``turns`` and ``calls`` (each with its cached share)."""
         return {
             "totals": self.totals,
+            "providers": self.providers,
             "turns": [{**asdict(t), "cached_share": t.cached_share} for t in self.turns],
             "calls": [{**asdict(c), "cached_share": c.cached_share} for c in self.calls],
         }
@@ -208,6 +254,36 @@ def load_transcript(data: Any, source: str = "<transcript>") -> tuple[list[dict[
     return list(data), extra
 
 
+def split_timestamps(messages: Sequence[Mapping[str, Any]], source: str = "<transcript>") -> tuple[list[dict[str, Any]], list[float | None] | None]:
+    """The messages without their ``timestamp`` keys, and the timestamps in seconds (``None`` when no message has one).
+
+    A timestamp is epoch seconds or an ISO 8601 string; it is the time of the
+    message (for an assistant message: when the model call before it ran).
+
+    Raises:
+        TranscriptError: a timestamp that is neither; names the message.
+    """
+    from datetime import datetime
+
+    times: list[float | None] = []
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        value = m.get("timestamp")
+        if value is None:
+            times.append(None)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            times.append(float(value))
+        elif isinstance(value, str):
+            try:
+                times.append(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+            except ValueError:
+                raise TranscriptError(f"{source}: messages[{i}].timestamp {value!r} is not ISO 8601 or epoch seconds") from None
+        else:
+            raise TranscriptError(f"{source}: messages[{i}].timestamp must be ISO 8601 text or epoch seconds")
+        out.append({k: v for k, v in m.items() if k != "timestamp"})
+    return out, (times if any(t is not None for t in times) else None)
+
+
 def call_points(messages: Sequence[Mapping[str, Any]]) -> list[CallPoint]:
     """A call before every assistant message; a new turn at each user message that follows a non-user one."""
     points: list[CallPoint] = []
@@ -253,16 +329,22 @@ def replay_requests(
     price_per_mtok: float = 3.0,
     cached_discount: float = 0.1,
     on_call: Callable[[int, int], None] | None = None,
+    times: Sequence[float | None] | None = None,
+    prices: Mapping[str, Price] | None = None,
+    anthropic_min_tokens: int = DEFAULT_MIN_CACHEABLE,
 ) -> ReplayResult:
     """Measure ``request(history_length)`` before every model call of ``messages``.
 
     ``request`` builds the request for the first ``history_length`` messages;
-    ``on_call(done, total)`` reports progress after each call.
+    ``on_call(done, total)`` reports progress after each call. ``times`` (one
+    per message, see :func:`split_timestamps`) make cache entries expire;
+    ``prices`` (``{"openai": Price, "anthropic": Price}``) price the provider rules.
     """
     if price_per_mtok < 0 or not 0 <= cached_discount <= 1:
         raise ValueError("price_per_mtok must be >= 0 and cached_discount between 0 and 1")
     points = call_points(messages)
     tracker = PrefixTracker()
+    openai, anthropic = OpenAICache(), AnthropicCache(anthropic_min_tokens)
     results: list[CallResult] = []
     seen: set[str] = set()
     for point in points:
@@ -274,15 +356,22 @@ def replay_requests(
         for _, stage in new:
             stages[stage] = stages.get(stage, 0) + 1
         fill = stats.input_tokens / stats.budget if stats.budget else None
+        now = times[point.history] if times is not None and point.history < len(times) else None
+        hashes, totals, position = prefix_units(stats.rendered, stats.message_tokens, stats.tools, stats.tool_tokens)
+        marks = [position[b] if b >= 0 else 0 for b in stats.cache_breakpoints if b >= 0 or stats.tools]
+        by_openai = openai.observe(hashes, totals, stats.input_tokens, now)
+        by_anthropic = anthropic.observe(hashes, totals, marks, stats.input_tokens, now)
         results.append(CallResult(
             index=point.index, turn=point.turn, history=point.history, messages=len(stats.rendered),
             input_tokens=stats.input_tokens, cached_tokens=cached, budget=stats.budget, fill=fill,
             over_budget=stats.budget is not None and stats.input_tokens > stats.budget,
             reductions=len(stats.reductions), new_reductions=len(new), new_stages=stages, removed=stats.removed,
+            openai_cached_tokens=by_openai.read, anthropic_read_tokens=by_anthropic.read,
+            anthropic_write_tokens=by_anthropic.written, time=now,
         ))
         if on_call is not None:
             on_call(len(results), len(points))
-    return ReplayResult(results, price_per_mtok, cached_discount)
+    return ReplayResult(results, price_per_mtok, cached_discount, dict(prices or DEFAULT_PRICES))
 
 
 def builder_requests(
@@ -314,6 +403,7 @@ def builder_requests(
         rendered_by_id = memo
         compressions = report.compressions
         return RequestStats(
+            cache_breakpoints=_breakpoints(built),
             rendered=rendered,
             message_tokens=[counter.count_message(m) for m in built.messages],
             input_tokens=report.total_tokens,
@@ -338,16 +428,41 @@ def replay(
     price_per_mtok: float = 3.0,
     cached_discount: float = 0.1,
     on_call: Callable[[int, int], None] | None = None,
+    times: Sequence[float | None] | None = None,
+    prices: Mapping[str, Price] | None = None,
 ) -> ReplayResult:
     """Replay ``messages`` through ``builder`` (a :class:`~ctxcore.engine.builder.ContextBuilder`).
 
     ``cached_discount`` is the fraction of the price a cached input token costs
-    (0.1: cached tokens cost 10% of ``price_per_mtok``).
+    (0.1: cached tokens cost 10% of ``price_per_mtok``). Anthropic's minimum
+    cacheable length is the builder target's (``cache_min_tokens`` or its model's).
     """
     return replay_requests(
         messages, builder_requests(builder, messages, state, runtime),
         price_per_mtok=price_per_mtok, cached_discount=cached_discount, on_call=on_call,
+        times=times, prices=prices, anthropic_min_tokens=anthropic_minimum(builder),
     )
+
+
+def anthropic_minimum(builder: Any) -> int:
+    """The minimum cacheable length ``builder``'s target applies (1,024 without a target)."""
+    target = getattr(builder, "target", None)
+    if target is None:
+        return DEFAULT_MIN_CACHEABLE
+    return target.cache_min_tokens or min_cacheable_tokens(target.model)
+
+
+def _breakpoints(built: Any) -> tuple[int, ...]:
+    """The build's Anthropic cache plan as indices into its messages (-1: the tools)."""
+    plan = getattr(built, "cache", None)
+    if plan is None:
+        return ()
+    marks = list(plan.messages)
+    if plan.system:
+        marks.append(max(i for i, m in enumerate(built.messages) if m.role == "system"))
+    if plan.tools:
+        marks.append(-1)
+    return tuple(sorted(marks))
 
 
 def _turns(calls: Sequence[CallResult]) -> list[TurnResult]:
