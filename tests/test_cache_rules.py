@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ctxcore.errors import TranscriptError
 from ctxcore.tools.cache_rules import (
     LIFETIME_SECONDS,

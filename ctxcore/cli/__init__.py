@@ -25,11 +25,12 @@ from ctxcore.cli.replay import replay_command
 from ctxcore.cli.report import report
 from ctxcore.cli.scaffold import plugins_new
 from ctxcore.cli.schema import pipeline_schema_command
+from ctxcore.cli.thread import thread
 
 __all__ = ["cli", "main"]
 
 plugins.add_command(plugins_new)
 for _command in (pipeline_show, pipeline_presets, pipeline_schema_command):
     pipeline.add_command(_command)
-for _command in (plugins, pipeline, build, explain, report, replay_command, count, counters, memory, checkpoint, init):
+for _command in (plugins, pipeline, build, explain, report, replay_command, count, counters, memory, checkpoint, thread, init):
     cli.add_command(_command)
