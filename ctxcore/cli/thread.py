@@ -77,10 +77,11 @@ def thread_list(ctx: click.Context, pipeline_file: str, as_json: bool) -> None:
     rows = []
     try:
         for thread_id in sorted(cp.list_threads()):
-            latest = cp.get_checkpoint(thread_id) or {}
-            meta = latest.get("runtime_metadata") if isinstance(latest.get("runtime_metadata"), dict) else {}
+            latest: dict[str, Any] = cp.get_checkpoint(thread_id) or {}
+            raw_meta, raw_state = latest.get("runtime_metadata"), latest.get("state_dump")
+            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+            state: dict[str, Any] = raw_state if isinstance(raw_state, dict) else {}
             is_thread = meta.get("format") == THREAD_FORMAT
-            state = latest.get("state_dump") if isinstance(latest.get("state_dump"), dict) else {}
             rows.append({"thread_id": thread_id, "step": latest.get("step"), "created_at": latest.get("created_at"),
                          "messages": len(state.get("messages") or []) if is_thread else None, "thread": is_thread})
     except CtxError as exc:
