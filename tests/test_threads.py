@@ -14,12 +14,15 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from anthropic import Anthropic
 from anthropic.types import Message as AnthropicMessage
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai import OpenAI
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
@@ -332,8 +335,6 @@ def test_sigkill_between_turns_loses_no_acknowledged_turn(thread_host: Any, tmp_
 
 def test_two_processes_share_a_thread_on_postgres(thread_host: Any, tmp_path: Path, pg_dsn: str) -> None:  # noqa: F811
     """Two worker processes append turns to one PostgreSQL thread: none lost or duplicated, each worker's in order."""
-    import uuid
-
     schema = f"ctx_thread_{uuid.uuid4().hex[:10]}"
     yaml_path = tmp_path / "p.yaml"
     yaml_path.write_text(pipeline_yaml(checkpointer=f"checkpointer: {{type: postgres, dsn: '{pg_dsn}', schema: {schema}}}"))
@@ -373,3 +374,44 @@ def test_a_message_in_checkpoint_is_a_plain_json_dict(thread_host: Any) -> None:
     assert saved["state_dump"]["messages"] == [m.model_dump(mode="json")]
     assert saved["runtime_metadata"]["format"] == "ctxcore.thread/1"
     assert Message.model_validate(saved["state_dump"]["messages"][0]) == m
+
+
+OPS = st.lists(st.sampled_from(["user", "reply", "call", "result", "bogus_result", "save", "reopen", "build"]), max_size=25)
+
+
+# CTXCORE_PROPERTY_PROFILE=thorough (as for tests/test_budgeting_properties.py) runs 400 sequences.
+@settings(max_examples=400 if os.environ.get("CTXCORE_PROPERTY_PROFILE") == "thorough" else 25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(OPS)
+def test_any_sequence_of_operations_keeps_the_thread_consistent(thread_host: Any, ops: list[str]) -> None:
+    """Whatever is called in whatever order: refused calls change nothing, reopening gives the saved messages, builds are legal."""
+    pipeline = make(thread_host)
+    thread_id = f"prop-{uuid.uuid4().hex}"
+    thread = pipeline.thread(thread_id)
+    saved: tuple[Message, ...] = ()
+    counter = 0
+    for op in ops:
+        before = thread.messages
+        counter += 1
+        try:
+            if op == "user":
+                thread.add_user(f"u{counter}")
+            elif op == "reply":
+                thread.add_response({"role": "assistant", "content": f"a{counter}"})
+            elif op == "call":
+                thread.add_response(call(f"call_{counter}"))
+            elif op == "result":
+                pending = thread.pending_tool_calls
+                thread.add_tool_result(pending[0] if pending else "call_none", "r")
+            elif op == "bogus_result":
+                thread.add_tool_result("call_never_made", "r")
+            elif op == "save":
+                thread.save()
+                saved = thread.messages
+            elif op == "reopen":
+                thread = pipeline.thread(thread_id)
+                assert thread.messages == saved
+            elif op == "build" and not thread.pending_tool_calls and any(m.role == "user" for m in thread.messages):
+                validate_request(thread.build().messages, "openai")
+        except InvalidHistory:
+            assert thread.messages == before  # a refused call appends nothing
+    assert pipeline.thread(thread_id).messages == saved
