@@ -2,6 +2,8 @@
 
 - :mod:`~ctxcore.testing.harness.openai_server`: a local server speaking the
   OpenAI chat-completions wire protocol (the stub for a hosted model).
+- :mod:`~ctxcore.testing.harness.anthropic_server`: a local server speaking the
+  Anthropic Messages API (its wire rules, signed thinking blocks).
 - :mod:`~ctxcore.testing.harness.postgres`: a throwaway PostgreSQL cluster.
 - :mod:`~ctxcore.testing.harness.checkpointer_stress`: SIGKILL crash loops and
   concurrent writers against a checkpointer.
