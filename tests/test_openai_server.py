@@ -67,3 +67,20 @@ class TestChatServer:
         """context_window without count is refused up front, naming the missing argument."""
         with pytest.raises(ValueError, match="needs count"):
             ChatServer(context_window=10)
+
+
+class TestResponsesRoute:
+    def test_a_reply_becomes_output_items_the_client_parses(self) -> None:
+        """POST /v1/responses answers with message and function_call output items the SDK's Response parses."""
+        reply = {"content": "Checking.", "tool_calls": [{"id": "call_1", "type": "function",
+                                                          "function": {"name": "lookup", "arguments": "{}"}}]}
+        with ChatServer(reply=lambda body: reply) as server:
+            response = _client(server).responses.create(model="m", input=[{"role": "user", "content": "q"}])
+        assert [o.type for o in response.output] == ["message", "function_call"]
+        assert response.output[1].call_id == "call_1"
+
+    def test_an_output_without_its_call_is_refused(self) -> None:
+        """A function_call_output whose call_id no function_call has gets the API's 400."""
+        with ChatServer() as server, pytest.raises(openai.BadRequestError, match="No tool call found"):
+            _client(server).responses.create(model="m", input=[
+                {"role": "user", "content": "q"}, {"type": "function_call_output", "call_id": "call_9", "output": "x"}])

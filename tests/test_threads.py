@@ -235,6 +235,32 @@ class TestAddResponse:
         assert thread.messages == ()
 
 
+def test_responses_api_loop_through_the_official_client(thread_host: Any) -> None:
+    """Three tool-using turns with client.responses.create: input items accepted, replies ingested, calls answered."""
+    def reply(body: dict[str, Any]) -> Any:
+        last = body["input"][-1]
+        if last.get("type") == "function_call_output":
+            return "Done."
+        n = sum(1 for i in body["input"] if i.get("role") == "user")
+        return call(f"call_r{n}")
+
+    pipeline = make(thread_host)
+    with ChatServer(reply=reply) as server:
+        client = OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
+        for turn in range(3):
+            thread = pipeline.thread("responses", tools=[LOOKUP])
+            thread.add_user(f"Question {turn}")
+            while True:
+                response = client.responses.create(model="gpt-test", **thread.build().to_openai_responses())
+                message = thread.add_response(response)
+                if not message.tool_calls:
+                    break
+                thread.add_tool_result(message.tool_calls[0].id, "fact")
+            thread.save()
+    assert [m.role for m in pipeline.thread("responses").messages] == ["user", "assistant", "tool", "assistant"] * 3
+    assert server.requests[-1]["tools"][0]["name"] == "lookup"
+
+
 # ----------------------------------------------------------------- 30 turns
 def _wants_tools(turn: int) -> list[str]:
     return [] if turn % 3 == 2 else [f"call_{turn}_{k}" for k in range(1 + turn % 2)]

@@ -14,7 +14,11 @@ recorded, so a test asserts on what was really sent::
     assert server.requests[0]["messages"][-1]["role"] == "user"
 
 ``reply(body)`` returns the assistant's text, or a whole assistant message dict (with
-``tool_calls`` to make the "model" call tools). Like the real API, the server can refuse
+``tool_calls`` to make the "model" call tools). ``POST /v1/responses`` speaks the
+Responses API the same way: ``reply`` gets the request body (``input`` items) and its
+answer becomes the response's ``output`` items (``message`` text, ``function_call``
+per tool call); a ``function_call_output`` whose ``call_id`` no earlier
+``function_call`` has is refused with a 400. Like the real API, the server can refuse
 a request: with ``validate=True`` one that breaks OpenAI's message rules (a tool result
 without its call, ...; checked by :func:`ctxcore.render.validate_request`), and with
 ``context_window`` and ``count`` one whose prompt is longer than the window
@@ -94,10 +98,12 @@ class ChatServer:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The HTTP status and JSON payload for one request (the handler sends them)."""
-        if path != "/v1/chat/completions":
+        if path not in ("/v1/chat/completions", "/v1/responses"):
             return 404, _error(f"no route {path}", "invalid_request_error")
         if self.status != 200:
             return self.status, _error("model overloaded", "server_error")
+        if path == "/v1/responses":
+            return self._responses(body)
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return 400, _error("'messages' must be a non-empty array", "invalid_request_error", param="messages")
@@ -134,6 +140,37 @@ class ChatServer:
                 "logprobs": None,
             }],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 10, "total_tokens": prompt_tokens + 10},
+        }
+
+
+    def _responses(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """A Responses API ``response`` object (or the 400 the API gives an unanswerable output)."""
+        items = body.get("input")
+        if not isinstance(items, (list, str)) or not items:
+            return 400, _error("'input' must be a non-empty string or array", "invalid_request_error", param="input")
+        calls: set[str] = set()
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if item.get("type") == "function_call":
+                calls.add(item.get("call_id"))
+            elif item.get("type") == "function_call_output" and item.get("call_id") not in calls:
+                return 400, _error(f"No tool call found for function call output with call_id {item.get('call_id')}.",
+                                   "invalid_request_error", param=f"input[{i}]")
+        made = self.reply(body)
+        message = {"content": made} if isinstance(made, str) else dict(made)
+        output: list[dict[str, Any]] = []
+        self._calls += 1
+        if message.get("content"):
+            output.append({"type": "message", "id": f"msg_{self._calls}", "role": "assistant", "status": "completed",
+                           "content": [{"type": "output_text", "text": message["content"], "annotations": []}]})
+        for k, c in enumerate(message.get("tool_calls") or []):
+            output.append({"type": "function_call", "id": f"fc_{self._calls}_{k}", "call_id": c["id"],
+                           "name": c["function"]["name"], "arguments": c["function"]["arguments"], "status": "completed"})
+        return 200, {
+            "id": f"resp_test_{self._calls}", "object": "response", "created_at": int(time.time()), "status": "completed",
+            "model": body.get("model") or "stub", "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
+            "tools": body.get("tools") or [],
+            "usage": {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20,
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
         }
 
 
