@@ -27,6 +27,7 @@ from ctxcore.model.transactions import group_units
 from ctxcore.redaction import redact_text
 from ctxcore.tools._report_page import PAGE
 from ctxcore.tools.explain import decision_items, explain_payload
+from ctxcore.tools.message_text import message_text, messages_by_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.pipeline.spec import Pipeline
@@ -167,16 +168,27 @@ def report_payload(
     model: ModelBudget | None = None,
     source_kinds: Mapping[str, str] | None = None,
     history: Sequence[Message] | None = None,
+    inputs: Sequence[Message] | None = None,
     title: str = "ctx report",
+    over_budget: Mapping[str, Any] | None = None,
+    diff: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything ``ctx report --json`` prints: a superset of ``ctx explain --json`` and ``BuildReport.to_dict()``.
+
+    Each message carries its full ``text`` (``None`` when no message of the
+    build, ``history`` or ``inputs`` has its id); a replacement carries
+    ``replaces``, ``tokens_before`` and ``tokens_after`` of its compression.
 
     Args:
         built: the build to show.
         model: the model budget, for the reserved-output part of the bar.
         source_kinds: provider step id -> provider type, to tell memory from history.
         history: the input conversation, to draw the history in its order.
+        inputs: more messages to find the text of removed messages in (what the providers returned).
         title: the page title.
+        over_budget: the shortfall section of a build that raised ``BudgetExceeded``
+            (:func:`ctxcore.tools.over_budget.over_budget_report` fills it).
+        diff: a :func:`ctxcore.tools.diff.diff_builds` result, shown as a section.
     """
     report = built.report
     bar = _bar(report, model, source_kinds)
@@ -185,8 +197,14 @@ def report_payload(
         categories[segment["category"]] += segment["tokens"]
     units = _history_units(built, history, source_kinds)
     records = report.records
+    base = report.to_dict()
+    _add_texts(base["messages"], report, messages_by_id(built.messages, history, inputs))
+    history_fates = Counter(str(r.fate) for r in records if category_of(r, source_kinds) == "history")
+    unit_messages = Counter[str]()
+    for u in units:
+        unit_messages[u["fate"]] += len(u["ids"])
     return _redact_texts({
-        **report.to_dict(),
+        **base,
         **explain_payload(report),
         "title": title,
         "model": None if model is None else {
@@ -199,8 +217,24 @@ def report_payload(
         "counts": {f: sum(1 for r in records if r.fate == f) for f in ("kept", "added", "compressed", "dropped")},
         "units": units,
         "unit_counts": {f: sum(1 for u in units if u["fate"] == f) for f in _UNIT_FATE},
+        "unit_messages": {f: unit_messages[f] for f in _UNIT_FATE},
+        "history_counts": {f: history_fates[f] for f in ("kept", "added", "compressed", "dropped")},
         "decision_items": decision_items(report),
+        "over_budget": None if over_budget is None else dict(over_budget),
+        "diff": None if diff is None else dict(diff),
     })
+
+
+def _add_texts(messages: list[dict[str, Any]], report: BuildReport, known: Mapping[str, Message]) -> None:
+    """Put each message's full text, and each replacement's compression (what it replaced, tokens before/after), in."""
+    made = {c.new_id: c for c in report.compressions}
+    for item in messages:
+        m = known.get(item["id"])
+        item["text"] = None if m is None else message_text(m)
+        c = made.get(item["id"])
+        if c is not None:
+            item.update(replaces=list(c.original_ids), tokens_before=c.tokens_before, tokens_after=c.tokens_after,
+                        by=item["by"] or c.step_id, stage=item["stage"] or c.stage)
 
 
 def _redact_texts(payload: dict[str, Any]) -> dict[str, Any]:
