@@ -146,12 +146,20 @@ def _conversation(turns: list[int]) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def small_pipeline() -> Pipeline:
+    import ctxcore_counters.plugin
+    import ctxcore_filters.plugin
+    import ctxcore_providers.plugin
+
+    from ctxcore.testing import fresh_host
+
+    host = fresh_host(("ctxcore-providers", ctxcore_providers.plugin), ("ctxcore-filters", ctxcore_filters.plugin),
+                      ("ctxcore-counters", ctxcore_counters.plugin))
     return Pipeline.from_dict({
         "version": 1, "model": {"context_window": 900, "reserve_output_tokens": 100},
         "providers": [{"type": "static_prompt", "text": "Be brief."}, {"type": "history", "annotate": False}],
         "filters": [{"type": "compaction", "trigger_ratio": 0.8, "target_ratio": 0.5,
                      "steps": [{"kind": "trim", "keep_first": 1, "keep_last": 2}]}, "token_budget"],
-    })
+    }, host=host)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

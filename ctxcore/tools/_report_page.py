@@ -248,7 +248,8 @@ window.ctxReport = (function () {
       if (m.replaces) {
         notes.push(el("div", { class: "link", "data-testid": "compression", "data-before": m.tokens_before, "data-after": m.tokens_after },
           `${m.stage || "compressed"}: ${fmt(m.tokens_before)} \u2192 ${fmt(m.tokens_after)} tokens`));
-        for (const id of m.replaces) notes.push(el("div", {}, link(id, `replaces ${position[id] || "a message not in this report"}`, "replaces")));
+        for (const id of m.replaces.slice(0, 3)) notes.push(el("div", {}, link(id, `replaces ${position[id] || "a message not in this report"}`, "replaces")));
+        if (m.replaces.length > 3) notes.push(el("div", { class: "empty" }, `and ${m.replaces.length - 3} more (each links back here)`));
       }
       $("messages").append(el("tr", { "data-testid": "message", "data-id": m.id, id: "m-" + m.id },
         el("td", { class: "n" }, m.position === null ? "" : m.position), el("td", {}, m.role),

@@ -128,12 +128,18 @@ def _history_units(built: BuiltContext, history: Sequence[Message] | None,
         groups.extend([by_id[m.id] for m in u.slice(sent) if m.id in by_id] for u in group_units(sent))
     groups = [g for g in groups if g]
     home = {r.id: i for i, g in enumerate(groups) for r in g}
-    if history is None:
+    if history is None:  # an original whose replacement was sent goes just before it (one pass, not one insert each)
+        before: dict[str, list[MessageRecord]] = {}
         for r in records:
             if r.id not in home and r.into in home:
-                group = groups[home[r.into]]
-                group.insert(group.index(by_id[str(r.into)]), r)
-                home[r.id] = home[r.into]
+                before.setdefault(str(r.into), []).append(r)
+                home[r.id] = home[str(r.into)]
+
+        def expand(r: MessageRecord) -> list[MessageRecord]:
+            return [x for b in before.get(r.id, ()) for x in expand(b)] + [r]
+
+        for gi in {home[i] for i in before}:
+            groups[gi] = [x for r in groups[gi] for x in expand(r)]
     after: dict[int, list[list[MessageRecord]]] = {}
     for c in report.compressions:  # a replacement goes after the last unit it replaced
         if c.new_id in by_id and c.new_id not in home:
@@ -172,6 +178,7 @@ def report_payload(
     title: str = "ctx report",
     over_budget: Mapping[str, Any] | None = None,
     diff: Mapping[str, Any] | None = None,
+    texts: bool = True,
 ) -> dict[str, Any]:
     """Everything ``ctx report --json`` prints: a superset of ``ctx explain --json`` and ``BuildReport.to_dict()``.
 
@@ -189,6 +196,8 @@ def report_payload(
         over_budget: the shortfall section of a build that raised ``BudgetExceeded``
             (:func:`ctxcore.tools.over_budget.over_budget_report` fills it).
         diff: a :func:`ctxcore.tools.diff.diff_builds` result, shown as a section.
+        texts: put each message's ``text`` in (the replay page keeps one table of
+            texts for all its calls instead, and sets ``text`` to ``None`` here).
     """
     report = built.report
     bar = _bar(report, model, source_kinds)
@@ -197,8 +206,8 @@ def report_payload(
         categories[segment["category"]] += segment["tokens"]
     units = _history_units(built, history, source_kinds)
     records = report.records
-    base = report.to_dict()
-    _add_texts(base["messages"], report, messages_by_id(built.messages, history, inputs))
+    base = _report_dict(report)
+    _add_texts(base["messages"], report, messages_by_id(built.messages, history, inputs) if texts else {})
     history_fates = Counter(str(r.fate) for r in records if category_of(r, source_kinds) == "history")
     unit_messages = Counter[str]()
     for u in units:
@@ -223,6 +232,28 @@ def report_payload(
         "over_budget": None if over_budget is None else dict(over_budget),
         "diff": None if diff is None else dict(diff),
     })
+
+
+def _report_dict(report: BuildReport) -> dict[str, Any]:
+    """``report.to_dict()`` with the records copied field by field (their fields are plain values).
+
+    ``dataclasses.asdict`` deep-copies every value, which dominates a replay
+    page that reports hundreds of builds; ``tests/test_report_html.py`` checks
+    both give the same dict.
+    """
+    out = report.to_dict.__func__(_NoRecords(report))  # type: ignore[attr-defined]
+    out["messages"] = [dict(vars(r)) for r in report.records]
+    return out
+
+
+class _NoRecords:
+    """``report`` seen by :meth:`BuildReport.to_dict` with an empty ``records`` list (filled in after)."""
+
+    def __init__(self, report: BuildReport) -> None:
+        self._report = report
+
+    def __getattr__(self, name: str) -> Any:
+        return [] if name == "records" else getattr(self._report, name)
 
 
 def _add_texts(messages: list[dict[str, Any]], report: BuildReport, known: Mapping[str, Message]) -> None:
