@@ -85,6 +85,14 @@ class TestPayload:
         assert by_kind["dropped"]["by"] == "compaction" and by_kind["compressed"]["by"] == "compaction"
         assert [d["text"] for d in data["decision_items"]] == data["decisions"]
 
+    def test_fast_record_copy_equals_to_dict(self, host: Any) -> None:
+        """The payload's copy of the report (records copied field by field) equals BuildReport.to_dict()."""
+        from ctxcore.tools.html_report import _report_dict
+
+        p = Pipeline.from_yaml(DEMO, host=host)
+        report = p.build(json.loads(DEMO_STATE.read_text())).report
+        assert _report_dict(report) == report.to_dict()
+
     def test_library_render_without_a_pipeline(self, host: Any) -> None:
         """render_html works on any build: without model or history the page still has the data and no reserve."""
         p = Pipeline.from_yaml(DEMO, host=host)
@@ -306,6 +314,30 @@ class TestInChromium:
         replacement = next(m for m in data["messages"] if m["id"] == original["into"])
         assert (int(before_after.get_attribute("data-before")), int(before_after.get_attribute("data-after"))) == (
             replacement["tokens_before"], replacement["tokens_after"])
+        assert seen == {"console": [], "errors": [], "dialogs": [], "requests": []}
+
+    def test_diff_section_shows_the_diff_json(self, page: Any, tmp_path: Path) -> None:
+        """`ctx diff --html`: the page's diff section shows the numbers and the explanation of `--json`."""
+        state = json.loads(DEMO_STATE.read_text())
+        edited = json.loads(json.dumps(state))
+        edited["messages"][-5]["content"] = "Something else entirely."
+        a, b = tmp_path / "a.json", tmp_path / "b.json"
+        a.write_text(json.dumps(state))
+        b.write_text(json.dumps(edited))
+        html = tmp_path / "diff.html"
+        result = ctx("diff", "--pipeline", str(DEMO), str(a), str(b), "--json", "--html", str(html))
+        assert result.returncode == 0, result.stderr
+        d = json.loads(result.stdout)
+        seen = _open(page, html)
+        assert page.get_by_test_id("diff-explanation").inner_text() == d["explanation"]
+        assert _num(page.get_by_test_id("diff-common-messages").inner_text()) == d["prefix"]["common_messages"]
+        assert _num(page.get_by_test_id("diff-common-tokens").inner_text()) == d["prefix"]["common_tokens"]
+        assert _num(page.get_by_test_id("diff-tokens-delta").inner_text().replace("+", "")) == d["tokens_delta"]
+        for key in ("entered", "left", "compressed", "changed"):
+            assert _num(page.get_by_test_id(f"diff-count-{key}").inner_text()) == len(d[key]), key
+        rows = page.eval_on_selector_all("[data-testid=diff-source]", """els => els.map(e => [e.dataset.source,
+            ...[...e.querySelectorAll('[data-col]')].map(c => +c.textContent.replace(/[,+]/g, ''))])""")
+        assert rows == [[r["source"], r["a"], r["b"], r["delta"]] for r in d["by_source"]]
         assert seen == {"console": [], "errors": [], "dialogs": [], "requests": []}
 
     def test_over_budget_page_shows_the_shortfall(self, page: Any, tmp_path: Path) -> None:
