@@ -1,7 +1,7 @@
 """Render a BuildReport as rich tables (``ctx build --explain``).
 
 A replacement (a compacted result, a trim marker) shows in the ``by`` column the step and stage that made it
-with and the tokens before and after; a replaced original points to its replacement's position.
+with the tokens before and after; a replaced original points to its replacement's position.
 """
 
 from __future__ import annotations
