@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxcore import Pipeline
+from ctxcore.tools.html_report import pipeline_context, report_payload
+from ctxcore.tools.replay_html import _delta, _unpack, call_report, replay_page
+from tests.test_cli import ROOT, ctx
+from tools import chromium
+
+sys.path.insert(0, str(ROOT / "bench"))
+from workload import coding_agent_transcript  # noqa: E402
 
 WORDS = ("parse token list value error index buffer stream config module import return class function test "
          "assert result cache window budget request model filter provider message source zone unit").split()
@@ -32,24 +51,9 @@ def big_session(calls: int, seed: int = 0) -> list[dict[str, Any]]:
     return out
 
 
-# ------------------------------------------------------------------- tests
-import json  # noqa: E402
-import os  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
 
-import pytest  # noqa: E402
-
-from ctxcore import Pipeline  # noqa: E402
-from ctxcore.tools.html_report import pipeline_context, report_payload  # noqa: E402
-from ctxcore.tools.replay_html import call_report, replay_page  # noqa: E402
-from tests.test_cli import ROOT, ctx  # noqa: E402
-from tools import chromium  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from workload import coding_agent_transcript  # noqa: E402
 
 PIPELINE = ROOT / "tests" / "data" / "replay-pipeline.yaml"
 XSS = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -275,3 +279,22 @@ def test_a_long_session_page_loads_and_renders(page: Any, tmp_path: Path) -> Non
         Path(target).mkdir(parents=True, exist_ok=True)
         (Path(target) / "replay-scale.json").write_text(json.dumps(numbers))
     assert seen == CLEAN
+
+
+# ---------------------------------------------------------------- properties
+
+_record = st.fixed_dictionaries({"id": st.sampled_from("abcdef"), "fate": st.sampled_from(["kept", "dropped"]),
+                                 "tokens": st.integers(0, 9)})
+
+
+@given(lists=st.lists(st.lists(_record, max_size=8), min_size=1, max_size=6))
+def test_delta_encoding_round_trips(lists: list[list[dict[str, Any]]]) -> None:
+    """Any sequence of lists, each stored as a change from the one before, is rebuilt exactly."""
+    previous: list[dict[str, Any]] | None = None
+    rebuilt: list[dict[str, Any]] = []
+    for current in lists:
+        head, tail, middle = _delta(current, previous)["$d"]
+        rebuilt = rebuilt[:head] + _unpack(middle) + rebuilt[len(rebuilt) - tail:]
+        assert rebuilt == current
+        assert head + tail <= len(current)
+        previous = current
