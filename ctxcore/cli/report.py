@@ -52,7 +52,11 @@ def _build(p: Any, file: str, state: dict[str, Any], runtime: dict[str, str]
         except BudgetExceeded as exc:
             inputs = inputs_build(builder, state, runtime)
             return inputs, list(inputs.messages), over_budget_section(exc, inputs)
-        return built, list(inputs_build(builder, state, runtime).messages), None
+        try:  # the providers' output only finds the text of removed provider messages; the history has the rest
+            inputs = list(inputs_build(builder, state, runtime).messages)
+        except CtxError:
+            inputs = []
+        return built, inputs, None
     except ConfigError as exc:
         echo_issues(exc)
         fail(f"{file}: components could not be created")
