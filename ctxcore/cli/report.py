@@ -50,13 +50,15 @@ def _build(p: Any, file: str, state: dict[str, Any], runtime: dict[str, str]
         try:
             built = builder.build(state, runtime)
         except BudgetExceeded as exc:
-            inputs = inputs_build(builder, state, runtime)
-            return inputs, list(inputs.messages), over_budget_section(exc, inputs)
+            unfiltered = inputs_build(builder, state, runtime)
+            return unfiltered, list(unfiltered.messages), over_budget_section(exc, unfiltered)
+        texts: list[Message] = []
         try:  # the providers' output only finds the text of removed provider messages; the history has the rest
-            inputs = list(inputs_build(builder, state, runtime).messages)
-        except CtxError:
-            inputs = []
-        return built, inputs, None
+            texts = list(inputs_build(builder, state, runtime).messages)
+        except CtxError as exc:
+            click.echo(f"warning: the providers-only build failed ({type(exc).__name__}: {exc}); "
+                       "removed provider messages show their preview only", err=True)
+        return built, texts, None
     except ConfigError as exc:
         echo_issues(exc)
         fail(f"{file}: components could not be created")
