@@ -67,9 +67,10 @@ chromium:
 	       "or set CTXCORE_CHROMIUM; the report browser tests skip, and fail when CI is set" >&2; \
 	fi
 
-# The README image: `ctx report` of the demo pipeline, screenshotted in headless Chromium.
+# The README images: `ctx report` of the demo pipeline and `ctx replay --html` of a session, in headless Chromium.
 screenshot: install chromium
 	$(PY) tools/chromium.py examples/report-demo.yaml examples/report-state.json docs/img/report.png
+	$(PY) tools/chromium.py --replay tests/data/replay-pipeline.yaml docs/img/replay.png
 
 # The documentation site from docs/ into site/; --strict fails on any broken link or anchor
 # (not --quiet: it hides the very warnings --strict counts, and the build passes).

@@ -20,6 +20,11 @@ from tests.test_cli import ROOT, ctx
 from tools import chromium
 
 DEMO = ROOT / "examples" / "report-demo.yaml"
+# The demo with a window too small for its prompt, tool schemas and current turn: the build raises BudgetExceeded.
+TIGHT = "version: 1\nname: tight\nmodel: {context_window: 300, reserve_output_tokens: 100}\n" \
+    "counter: {type: tiktoken, encoding: cl100k_base}\nproviders:\n  - type: static_prompt\n" \
+    "    text: You are a careful coding agent. Read files before editing them.\n  - {type: history, id: chat}\n" \
+    "filters:\n  - token_budget\n"
 DEMO_STATE = ROOT / "examples" / "report-state.json"
 XSS = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
 
@@ -80,6 +85,14 @@ class TestPayload:
         assert by_kind["dropped"]["by"] == "compaction" and by_kind["compressed"]["by"] == "compaction"
         assert [d["text"] for d in data["decision_items"]] == data["decisions"]
 
+    def test_fast_record_copy_equals_to_dict(self, host: Any) -> None:
+        """The payload's copy of the report (records copied field by field) equals BuildReport.to_dict()."""
+        from ctxcore.tools.html_report import _report_dict
+
+        p = Pipeline.from_yaml(DEMO, host=host)
+        report = p.build(json.loads(DEMO_STATE.read_text())).report
+        assert _report_dict(report) == report.to_dict()
+
     def test_library_render_without_a_pipeline(self, host: Any) -> None:
         """render_html works on any build: without model or history the page still has the data and no reserve."""
         p = Pipeline.from_yaml(DEMO, host=host)
@@ -89,6 +102,67 @@ class TestPayload:
         assert sum(u["tokens"] for u in data["units"]) > 0
         page = render_html(built, title="<b>mine</b>")
         assert "<title>&lt;b&gt;mine&lt;/b&gt;</title>" in page and 'id="report-data"' in page
+
+
+class TestFullText:
+    def test_every_message_has_its_whole_text(self) -> None:
+        """Each message of the JSON carries its full text (not the 60-character preview), kept or removed."""
+        data = _report_json()
+        state = json.loads(DEMO_STATE.read_text())
+        texts = {m["content"] for m in state["messages"] if isinstance(m.get("content"), str)}
+        long_ones = [m for m in data["messages"] if m["text"] and len(m["text"]["text"]) > 60]
+        assert long_ones and all(m["text"] is not None for m in data["messages"])
+        removed = [m for m in data["messages"] if m["position"] is None]
+        assert removed and all(m["text"]["text"] in texts or m["text"]["tool_calls"] for m in removed)
+
+    def test_tool_call_arguments_are_pretty_printed(self) -> None:
+        """A tool call's JSON arguments are shown indented, with the call's name and id."""
+        data = _report_json()
+        calls = [c for m in data["messages"] if m["text"] for c in m["text"]["tool_calls"]]
+        assert calls and all(c["name"] and c["id"] for c in calls)
+        assert all(c["arguments"] == json.dumps(json.loads(c["arguments"]), indent=2) for c in calls)
+        assert any("\n  " in c["arguments"] for c in calls)
+
+    def test_compressions_link_both_ways_with_tokens(self) -> None:
+        """A compressed original names its replacement; the replacement lists its originals and tokens before/after."""
+        data = _report_json()
+        by_id = {m["id"]: m for m in data["messages"]}
+        for c in data["compressions"]:
+            new = by_id[c["new_id"]]
+            assert new["replaces"] == c["original_ids"]
+            assert (new["tokens_before"], new["tokens_after"]) == (c["tokens_before"], c["tokens_after"])
+            assert all(by_id[i]["into"] == c["new_id"] for i in c["original_ids"])
+        assert any(c["stage"] == "tool_results" for c in data["compressions"])
+
+
+class TestOverBudget:
+    def _run(self, tmp_path: Path, *extra: str) -> Any:
+        pipeline = tmp_path / "tight.yaml"
+        pipeline.write_text(TIGHT)
+        return ctx("report", str(pipeline), "--state", str(DEMO_STATE), *extra)
+
+    def test_reports_the_shortfall_instead_of_nothing(self, tmp_path: Path) -> None:
+        """An over-budget build still gets a report: shortfall, protected size, what would have to go; exit 0 with a warning."""
+        result = self._run(tmp_path, "--json")
+        assert result.returncode == 0, result.stderr
+        assert "over budget by" in result.stderr
+        data = json.loads(result.stdout)
+        over = data["over_budget"]
+        assert over["shortfall"] == over["required"] - over["budget"] > 0
+        kept = [m for m in data["messages"] if m["position"] is not None]
+        assert len(kept) == len(data["messages"])  # the providers' output, unfiltered
+        protected = sum(m["tokens"] for m in kept if m["zone"] == "protected") + data["tool_tokens"]
+        assert protected <= over["protected_tokens"] <= protected + 10  # plus the reply priming
+        needed = [c for c in over["would_go"] if c["needed"]]
+        tokens = [c["tokens"] for c in over["would_go"]]
+        assert tokens == sorted(tokens, reverse=True)
+        assert over["would_go_tokens"] == sum(c["tokens"] for c in needed)
+        assert over["would_go_tokens"] >= over["shortfall"] or over["uncovered"] > 0
+        assert sum(c["tokens"] for c in needed[:-1]) < over["shortfall"]
+
+    def test_a_build_that_fits_has_no_shortfall(self) -> None:
+        """`over_budget` is null for a build that fits."""
+        assert _report_json()["over_budget"] is None
 
 
 class TestHtmlFile:
@@ -185,6 +259,7 @@ class TestInChromium:
             assert _num(text(f"count-{fate}")) == n, fate
         for fate, n in data["unit_counts"].items():
             assert _num(text(f"units-{fate}")) == n, fate
+            assert _num(text(f"unit-messages-{fate}")) == data["unit_messages"][fate], fate
         for cat, v in data["categories"].items():
             if v["tokens"]:
                 assert _num(text(f"cat-{cat}")) == v["tokens"], cat
@@ -210,9 +285,75 @@ class TestInChromium:
         html = tmp_path / "hostile.html"
         assert ctx("report", str(DEMO), "--state", str(_hostile_state(tmp_path)), "--html", str(html)).returncode == 0
         seen = _open(page, html)
-        previews = page.eval_on_selector_all("[data-testid=message] td.preview", "els => els.map(e => e.textContent)")
+        previews = page.eval_on_selector_all("[data-testid=message-text] summary", "els => els.map(e => e.textContent)")
         assert any(p.startswith("</script><script>alert(1)") for p in previews)
+        page.eval_on_selector_all("[data-testid=message-text]", "els => els.forEach(e => { e.open = true; })")
+        full = page.eval_on_selector_all("[data-testid=full-text]", "els => els.map(e => e.textContent)")
+        assert f"{XSS} Summarise the change." in full
         assert page.eval_on_selector_all("img", "els => els.length") == 0
+        assert seen == {"console": [], "errors": [], "dialogs": [], "requests": []}
+
+
+    def test_full_text_expands_and_compressions_link(self, page: Any, tmp_path: Path) -> None:
+        """Opening a message shows its whole text and arguments as in the JSON; a compression link opens the replacement."""
+        html = tmp_path / "report.html"
+        data = _report_json("--html", str(html))
+        seen = _open(page, html)
+        longest = max((m for m in data["messages"] if m["text"]), key=lambda m: len(m["text"]["text"]))
+        row = page.locator(f"tr[data-id='{longest['id']}']")
+        assert not row.get_by_test_id("full-text").is_visible()
+        row.locator("summary").click()
+        assert row.get_by_test_id("full-text").text_content() == longest["text"]["text"]
+        shown_args = page.eval_on_selector_all("[data-testid=tool-arguments]", "els => els.map(e => e.textContent)")
+        assert shown_args == [c["arguments"] for m in data["messages"] if m["text"] for c in m["text"]["tool_calls"]]
+        original = next(m for m in data["messages"] if m["fate"] == "compressed")
+        page.locator(f"tr[data-id='{original['id']}'] [data-testid=replaced-by]").click()
+        target = page.locator(f"tr[data-id='{original['into']}']")
+        assert target.locator("details").evaluate("d => d.open")
+        before_after = target.get_by_test_id("compression")
+        replacement = next(m for m in data["messages"] if m["id"] == original["into"])
+        assert (int(before_after.get_attribute("data-before")), int(before_after.get_attribute("data-after"))) == (
+            replacement["tokens_before"], replacement["tokens_after"])
+        assert seen == {"console": [], "errors": [], "dialogs": [], "requests": []}
+
+    def test_diff_section_shows_the_diff_json(self, page: Any, tmp_path: Path) -> None:
+        """`ctx diff --html`: the page's diff section shows the numbers and the explanation of `--json`."""
+        state = json.loads(DEMO_STATE.read_text())
+        edited = json.loads(json.dumps(state))
+        edited["messages"][-5]["content"] = "Something else entirely."
+        a, b = tmp_path / "a.json", tmp_path / "b.json"
+        a.write_text(json.dumps(state))
+        b.write_text(json.dumps(edited))
+        html = tmp_path / "diff.html"
+        result = ctx("diff", "--pipeline", str(DEMO), str(a), str(b), "--json", "--html", str(html))
+        assert result.returncode == 0, result.stderr
+        d = json.loads(result.stdout)
+        seen = _open(page, html)
+        assert page.get_by_test_id("diff-explanation").inner_text() == d["explanation"]
+        assert _num(page.get_by_test_id("diff-common-messages").inner_text()) == d["prefix"]["common_messages"]
+        assert _num(page.get_by_test_id("diff-common-tokens").inner_text()) == d["prefix"]["common_tokens"]
+        assert _num(page.get_by_test_id("diff-tokens-delta").inner_text().replace("+", "")) == d["tokens_delta"]
+        for key in ("entered", "left", "compressed", "changed"):
+            assert _num(page.get_by_test_id(f"diff-count-{key}").inner_text()) == len(d[key]), key
+        rows = page.eval_on_selector_all("[data-testid=diff-source]", """els => els.map(e => [e.dataset.source,
+            ...[...e.querySelectorAll('[data-col]')].map(c => +c.textContent.replace(/[,+]/g, ''))])""")
+        assert rows == [[r["source"], r["a"], r["b"], r["delta"]] for r in d["by_source"]]
+        assert seen == {"console": [], "errors": [], "dialogs": [], "requests": []}
+
+    def test_over_budget_page_shows_the_shortfall(self, page: Any, tmp_path: Path) -> None:
+        """The page of an over-budget build shows the shortfall, protected size and what must go, as in the JSON."""
+        pipeline = tmp_path / "tight.yaml"
+        pipeline.write_text(TIGHT)
+        html = tmp_path / "over.html"
+        result = ctx("report", str(pipeline), "--state", str(DEMO_STATE), "--json", "--html", str(html))
+        assert result.returncode == 0, result.stderr
+        over = json.loads(result.stdout)["over_budget"]
+        seen = _open(page, html)
+        for testid, key in (("shortfall", "shortfall"), ("required", "required"), ("over-budget", "budget"),
+                            ("protected-tokens", "protected_tokens"), ("would-go-tokens", "would_go_tokens")):
+            assert _num(page.get_by_test_id(testid).inner_text()) == over[key], key
+        rows = page.eval_on_selector_all("[data-testid=would-go]", "els => els.map(e => [+e.dataset.tokens, e.classList.contains('needed')])")
+        assert rows == [[c["tokens"], c["needed"]] for c in over["would_go"]]
         assert seen == {"console": [], "errors": [], "dialogs": [], "requests": []}
 
 

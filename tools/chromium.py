@@ -1,9 +1,10 @@
 """Open ctx report pages in Debian's headless Chromium (driven by Playwright) and take screenshots.
 
-Used by the report test (tests/test_report_html.py) and by `make screenshot`,
-which regenerates the README image:
+Used by the report tests (tests/test_report_html.py, tests/test_replay_html.py) and by
+`make screenshot`, which regenerates the README images:
 
     python tools/chromium.py examples/report-demo.yaml examples/report-state.json docs/img/report.png
+    python tools/chromium.py --replay tests/data/replay-pipeline.yaml docs/img/replay.png
 
 Playwright's own browser downloads are never used (no `playwright install`):
 the browser is the system's ``/usr/bin/chromium`` (``make chromium`` installs
@@ -12,6 +13,7 @@ it), started with a fresh profile and its background networking switched off.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -80,8 +82,37 @@ def screenshot(html: Path, png: Path) -> None:
                         clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": box["y"] + box["height"] + 12})
 
 
+def replay_screenshot(pipeline: Path, png: Path) -> None:
+    """`ctx replay --html` of the benchmark's coding-agent session (90 turns), screenshot with a call's report opened."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from workload import coding_agent_transcript
+
+    with tempfile.TemporaryDirectory() as tmp:
+        session, html = Path(tmp) / "session.json", Path(tmp) / "replay.html"
+        session.write_text(json.dumps({"messages": coding_agent_transcript(90)}))
+        subprocess.run([sys.executable, "-m", "ctxcore", "replay", str(session), "--pipeline", str(pipeline),
+                        "--html", str(html)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        with browser_page() as page:
+            page.goto(html.resolve().as_uri())
+            page.wait_for_selector("body[data-ready='1']")
+            page.get_by_test_id("call").nth(12).click()
+            page.evaluate("window.scrollTo(0, 0)")
+            box = page.locator("#call-report .bar").bounding_box()
+            png.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(png), full_page=True,
+                            clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": box["y"] + box["height"] + 40})
+
+
 def main(argv: list[str]) -> int:
-    """`tools/chromium.py PIPELINE STATE OUT.png`: build the report and screenshot it."""
+    """`tools/chromium.py PIPELINE STATE OUT.png` (the report) or `--replay PIPELINE OUT.png` (the replay page)."""
+    if argv[:1] == ["--replay"] and len(argv) == 3:
+        reason = missing()
+        if reason:
+            print(f"error: {reason}", file=sys.stderr)
+            return 1
+        replay_screenshot(Path(argv[1]), Path(argv[2]))
+        print(f"wrote {argv[2]}")
+        return 0
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ from ctxcore.cli.app import cli, main
 from ctxcore.cli.build import build
 from ctxcore.cli.checkpoint import checkpoint
 from ctxcore.cli.counters import count, counters
+from ctxcore.cli.diff import diff
 from ctxcore.cli.explain import explain
 from ctxcore.cli.init import init
 from ctxcore.cli.memory import memory
@@ -32,5 +33,6 @@ __all__ = ["cli", "main"]
 plugins.add_command(plugins_new)
 for _command in (pipeline_show, pipeline_presets, pipeline_schema_command):
     pipeline.add_command(_command)
-for _command in (plugins, pipeline, build, explain, report, replay_command, count, counters, memory, checkpoint, thread, init):
+for _command in (plugins, pipeline, build, explain, report, diff, replay_command, count, counters, memory, checkpoint, thread,
+                 init):
     cli.add_command(_command)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -88,6 +89,37 @@ def _progress(enabled: bool) -> Any:
                     console=Console(stderr=True), transient=True, disable=not enabled)
 
 
+def _write_page(p: Any, builder: Any, messages: list[dict[str, Any]], state: dict[str, Any], runtime: dict[str, str],
+                price_per_mtok: float, cached_discount: float, html_file: str, as_json: bool, transcript: str,
+                **replay_options: Any) -> None:
+    """``--html``: replay with every call's report kept (and the sliding-window baseline), write the page."""
+    from ctxcore.tools.html_report import pipeline_context
+    from ctxcore.tools.replay_html import render_replay_html, replay_page, sliding_window_builder
+
+    model, kinds = pipeline_context(p)
+    baseline = None
+    try:
+        baseline = sliding_window_builder(builder, p.host.registry.get("filter", "token_budget").create({}))
+    except LookupError:
+        click.echo("warning: no token_budget filter is installed, so the page has no sliding-window baseline", err=True)
+    try:
+        result, payload = replay_page(builder, messages, state=state, runtime=runtime, price_per_mtok=price_per_mtok,
+                                      cached_discount=cached_discount, model=model, source_kinds=kinds,
+                                      baseline=baseline, title=f"ctx replay: {Path(transcript).name} through {p.spec.name}",
+                                      **replay_options)
+    except (CtxError, ValueError) as exc:
+        fail(f"{type(exc).__name__}: {exc} (replaying {transcript} through {p.spec.name}; run without --html to find the call)")
+    try:
+        Path(html_file).write_text(render_replay_html(payload), encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {html_file}: {exc.strerror}")
+    click.echo(f"wrote {html_file}", err=True)
+    if as_json:
+        click.echo(json.dumps({k: v for k, v in payload.items() if k not in ("texts", "reports")}, indent=2))
+    else:
+        print_replay(result, Console(width=160))
+
+
 @click.command("replay")
 @click.argument("transcript", type=click.Path(dir_okay=False))
 @click.option("--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False), help="Pipeline YAML to build each request with.")
@@ -104,10 +136,13 @@ def _progress(enabled: bool) -> Any:
               help="Anthropic input price per million tokens (writes cost 1.25x, reads 0.1x of it).")
 @click.option("--json", "as_json", is_flag=True, help="Print {totals, providers, turns, calls} as JSON on stdout.")
 @click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to every build.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, writable=True),
+              help="Write the session as one self-contained page: timeline, costs, every call's report.")
 @click.pass_context
 def replay_command(ctx: click.Context, transcript: str, pipeline_file: str, price_per_mtok: float, cached_discount: float,
                    openai_model: str, openai_price: float | None, openai_cached_price: float | None,
-                   anthropic_model: str, anthropic_price: float | None, as_json: bool, runtime_items: tuple[str, ...]) -> None:
+                   anthropic_model: str, anthropic_price: float | None, as_json: bool, runtime_items: tuple[str, ...],
+                   html_file: str | None) -> None:
     """Build PIPELINE's request before every model call recorded in TRANSCRIPT and measure it.
 
     TRANSCRIPT is a JSON list of OpenAI messages or {"messages": [...], "tools": [...]}
@@ -130,6 +165,10 @@ def replay_command(ctx: click.Context, transcript: str, pipeline_file: str, pric
     except ConfigError as exc:
         echo_issues(exc)
         fail(f"{pipeline_file}: components could not be created")
+    if html_file:
+        _write_page(p, builder, messages, state, runtime, price_per_mtok, cached_discount, html_file, as_json, transcript,
+                    times=times, prices=prices, anthropic_min_tokens=anthropic_minimum(builder))
+        return
     request = builder_requests(builder, messages, state, runtime)
     show = not as_json and sys.stderr.isatty()
     done_calls = 0

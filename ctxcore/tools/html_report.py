@@ -27,6 +27,7 @@ from ctxcore.model.transactions import group_units
 from ctxcore.redaction import redact_text
 from ctxcore.tools._report_page import PAGE
 from ctxcore.tools.explain import decision_items, explain_payload
+from ctxcore.tools.message_text import message_text, messages_by_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from ctxcore.pipeline.spec import Pipeline
@@ -127,12 +128,18 @@ def _history_units(built: BuiltContext, history: Sequence[Message] | None,
         groups.extend([by_id[m.id] for m in u.slice(sent) if m.id in by_id] for u in group_units(sent))
     groups = [g for g in groups if g]
     home = {r.id: i for i, g in enumerate(groups) for r in g}
-    if history is None:
+    if history is None:  # an original whose replacement was sent goes just before it (one pass, not one insert each)
+        before: dict[str, list[MessageRecord]] = {}
         for r in records:
             if r.id not in home and r.into in home:
-                group = groups[home[r.into]]
-                group.insert(group.index(by_id[str(r.into)]), r)
-                home[r.id] = home[r.into]
+                before.setdefault(str(r.into), []).append(r)
+                home[r.id] = home[str(r.into)]
+
+        def expand(r: MessageRecord) -> list[MessageRecord]:
+            return [x for b in before.get(r.id, ()) for x in expand(b)] + [r]
+
+        for gi in {home[i] for i in before}:
+            groups[gi] = [x for r in groups[gi] for x in expand(r)]
     after: dict[int, list[list[MessageRecord]]] = {}
     for c in report.compressions:  # a replacement goes after the last unit it replaced
         if c.new_id in by_id and c.new_id not in home:
@@ -167,16 +174,30 @@ def report_payload(
     model: ModelBudget | None = None,
     source_kinds: Mapping[str, str] | None = None,
     history: Sequence[Message] | None = None,
+    inputs: Sequence[Message] | None = None,
     title: str = "ctx report",
+    over_budget: Mapping[str, Any] | None = None,
+    diff: Mapping[str, Any] | None = None,
+    texts: bool = True,
 ) -> dict[str, Any]:
     """Everything ``ctx report --json`` prints: a superset of ``ctx explain --json`` and ``BuildReport.to_dict()``.
+
+    Each message carries its full ``text`` (``None`` when no message of the
+    build, ``history`` or ``inputs`` has its id); a replacement carries
+    ``replaces``, ``tokens_before`` and ``tokens_after`` of its compression.
 
     Args:
         built: the build to show.
         model: the model budget, for the reserved-output part of the bar.
         source_kinds: provider step id -> provider type, to tell memory from history.
         history: the input conversation, to draw the history in its order.
+        inputs: more messages to find the text of removed messages in (what the providers returned).
         title: the page title.
+        over_budget: the shortfall section of a build that raised ``BudgetExceeded``
+            (:func:`ctxcore.tools.over_budget.over_budget_report` fills it).
+        diff: a :func:`ctxcore.tools.diff.diff_builds` result, shown as a section.
+        texts: put each message's ``text`` in (the replay page keeps one table of
+            texts for all its calls instead, and sets ``text`` to ``None`` here).
     """
     report = built.report
     bar = _bar(report, model, source_kinds)
@@ -185,8 +206,14 @@ def report_payload(
         categories[segment["category"]] += segment["tokens"]
     units = _history_units(built, history, source_kinds)
     records = report.records
+    base = _report_dict(report)
+    _add_texts(base["messages"], report, messages_by_id(built.messages, history, inputs) if texts else {})
+    history_fates = Counter(str(r.fate) for r in records if category_of(r, source_kinds) == "history")
+    unit_messages = Counter[str]()
+    for u in units:
+        unit_messages[u["fate"]] += len(u["ids"])
     return _redact_texts({
-        **report.to_dict(),
+        **base,
         **explain_payload(report),
         "title": title,
         "model": None if model is None else {
@@ -199,8 +226,46 @@ def report_payload(
         "counts": {f: sum(1 for r in records if r.fate == f) for f in ("kept", "added", "compressed", "dropped")},
         "units": units,
         "unit_counts": {f: sum(1 for u in units if u["fate"] == f) for f in _UNIT_FATE},
+        "unit_messages": {f: unit_messages[f] for f in _UNIT_FATE},
+        "history_counts": {f: history_fates[f] for f in ("kept", "added", "compressed", "dropped")},
         "decision_items": decision_items(report),
+        "over_budget": None if over_budget is None else dict(over_budget),
+        "diff": None if diff is None else dict(diff),
     })
+
+
+def _report_dict(report: BuildReport) -> dict[str, Any]:
+    """``report.to_dict()`` with the records copied field by field (their fields are plain values).
+
+    ``dataclasses.asdict`` deep-copies every value, which dominates a replay
+    page that reports hundreds of builds; ``tests/test_report_html.py`` checks
+    both give the same dict.
+    """
+    out = report.to_dict.__func__(_NoRecords(report))  # type: ignore[attr-defined]
+    out["messages"] = [dict(vars(r)) for r in report.records]
+    return out
+
+
+class _NoRecords:
+    """``report`` seen by :meth:`BuildReport.to_dict` with an empty ``records`` list (filled in after)."""
+
+    def __init__(self, report: BuildReport) -> None:
+        self._report = report
+
+    def __getattr__(self, name: str) -> Any:
+        return [] if name == "records" else getattr(self._report, name)
+
+
+def _add_texts(messages: list[dict[str, Any]], report: BuildReport, known: Mapping[str, Message]) -> None:
+    """Put each message's full text, and each replacement's compression (what it replaced, tokens before/after), in."""
+    made = {c.new_id: c for c in report.compressions}
+    for item in messages:
+        m = known.get(item["id"])
+        item["text"] = None if m is None else message_text(m)
+        c = made.get(item["id"])
+        if c is not None:
+            item.update(replaces=list(c.original_ids), tokens_before=c.tokens_before, tokens_after=c.tokens_after,
+                        by=item["by"] or c.step_id, stage=item["stage"] or c.stage)
 
 
 def _redact_texts(payload: dict[str, Any]) -> dict[str, Any]:

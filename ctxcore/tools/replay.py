@@ -376,13 +376,15 @@ def replay_requests(
 
 def builder_requests(
     builder: Any, messages: Sequence[Mapping[str, Any]], state: Mapping[str, Any] | None = None,
-    runtime: Mapping[str, Any] | None = None,
+    runtime: Mapping[str, Any] | None = None, on_build: Callable[[int, Any], None] | None = None,
 ) -> Callable[[int], RequestStats]:
     """A request function for :func:`replay_requests` that builds with ``builder`` (one builder for every call).
 
     ``state`` holds the other state keys (``tools``...); ``state["messages"]``
     is the history so far. Rendered dicts of unchanged messages are reused
     from the previous call, so a call costs what its build costs.
+    ``on_build(history_length, built)`` sees every :class:`BuiltContext`
+    (the replay page keeps each call's report, ``ctx diff`` compares two).
     """
     base = dict(state or {})
     run = dict(runtime or {})
@@ -392,6 +394,8 @@ def builder_requests(
     def request(history: int) -> RequestStats:
         nonlocal rendered_by_id
         built = builder.build({**base, "messages": messages[:history]}, run)
+        if on_build is not None:
+            on_build(history, built)
         report = built.report
         memo: dict[int, tuple[Message, dict[str, Any]]] = {}
         rendered = []

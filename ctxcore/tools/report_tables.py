@@ -1,4 +1,8 @@
-"""Render a BuildReport as rich tables (``ctx build --explain``)."""
+"""Render a BuildReport as rich tables (``ctx build --explain``).
+
+A replacement (a compacted result, a trim marker) shows in the ``by`` column the step and stage that made it
+with the tokens before and after; a replaced original points to its replacement's position.
+"""
 
 from __future__ import annotations
 
@@ -20,10 +24,19 @@ def print_report(report: BuildReport, console: Console | None = None) -> None:
     messages = Table(title="messages (output order, then dropped)")
     for column in ("#", "role", "source", "zone", "tokens", "fate", "by", "preview"):
         messages.add_column(column, justify="right" if column in ("#", "tokens") else "left")
+    made = {c.new_id: c for c in report.compressions}
+    position = {r.id: r.position for r in report.records}
     for r in report.records:
+        by = r.by or ""
+        c = made.get(r.id)
+        if c is not None:  # a replacement: what it replaced, tokens before and after
+            by = f"{c.step_id} {c.stage}: {c.tokens_before}→{c.tokens_after} tokens"
+        elif r.into is not None:
+            into = position.get(r.into)
+            by = f"{by} {r.stage or ''} → #{into}".replace("  ", " ") if into is not None else by
         messages.add_row(
             "" if r.position is None else str(r.position), r.role, r.source or "", r.zone,
-            _tokens(r.tokens), r.fate, r.by or "", r.preview,
+            _tokens(r.tokens), r.fate, by, r.preview,
         )
     console.print(messages)
 
