@@ -36,12 +36,13 @@ def plugins_list(ctx: click.Context, as_json: bool, show_all: bool, strict: bool
         from ctxcore.tools.terminal import cells, make_console, make_table, show
 
         console = make_console()
-        table = make_table(console, "ctxcore plugins", ("name", "version", "status", "components", "error"),
-                           wrap=("components", "error"))
+        errors = any(p.error for p in infos)  # the error column only when something failed
+        columns = ("name", "version", "status", "components", "error")[: 5 if errors else 4]
+        table = make_table(console, "ctxcore plugins", columns, wrap=("components", "error"))
         for p in infos:
             comps = ", ".join(f"{k}:{n}" for k in KINDS for n in sorted(p.components.get(k, [])))
             error = f"{p.error['type']}: {p.error['message']}" if p.error else ""
-            table.add_row(*cells(p.name, p.version, p.status, comps, error))
+            table.add_row(*cells(p.name, p.version, p.status, comps, error)[: len(columns)])
         if infos:
             show(console, table)
         else:

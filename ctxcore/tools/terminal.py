@@ -89,7 +89,7 @@ def make_table(console: Console, title: str, columns: Sequence[str], *, right: S
         table = Table(title=clean(title, one_line=True), box=None, show_edge=False, pad_edge=False,
                       title_justify="left", header_style="", title_style="")
     else:
-        table = Table(title=clean(title, one_line=True), box=box.SQUARE)
+        table = Table(title=clean(title, one_line=True), box=box.HEAVY_HEAD)
     for column in columns:
         table.add_column(column, justify="right" if column in right else "left", overflow="fold",
                          no_wrap=column not in wrap)
