@@ -243,3 +243,14 @@ class TestConventions:
         result = ctx("pipeline", "validate", "examples/coding-agent.yaml", env={"CTXCORE_PLUGINS": "ctxcore-providers"})
         assert result.returncode == 1
         assert "provided by ctxcore-filters: pip install \"ctxcore-llm[standard]\"" in result.stderr
+
+    def test_the_first_party_table_matches_the_installed_plugins(self) -> None:
+        """ctxcore.plugins.first_party names exactly what each installed first-party plugin registers."""
+        from ctxcore.plugins.first_party import FIRST_PARTY
+        from ctxcore.plugins.host import PluginHost
+
+        loaded = {p.name: p for p in PluginHost.load().plugins if p.status == "loaded"}
+        assert set(FIRST_PARTY) <= set(loaded)
+        for distribution, (_, components) in FIRST_PARTY.items():
+            got = {k: tuple(sorted(v)) for k, v in loaded[distribution].components.items() if v}
+            assert got == {k: tuple(sorted(v)) for k, v in components.items()}, distribution
