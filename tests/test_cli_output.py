@@ -254,3 +254,9 @@ class TestConventions:
         for distribution, (_, components) in FIRST_PARTY.items():
             got = {k: tuple(sorted(v)) for k, v in loaded[distribution].components.items() if v}
             assert got == {k: tuple(sorted(v)) for k, v in components.items()}, distribution
+
+    def test_errors_escape_control_characters(self, tmp_path: Path) -> None:
+        """An error quoting user text (here a file name with an ANSI escape) cannot drive the terminal."""
+        result = _run(["build", "examples/coding-agent.yaml", "--state", str(tmp_path / "\x1b[2Jgone.json")])
+        assert result.exit_code != 0
+        assert "\x1b" not in result.output
