@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich import box
 from rich.console import Console, RenderableType
@@ -61,8 +61,9 @@ def _isatty(stream: TextIO) -> bool:
 def make_console(*, stderr: bool = False, file: TextIO | None = None) -> Console:
     """A console for human-readable output on stdout (or ``stderr``, or ``file``), following the rules above."""
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
-    styled = _isatty(stream) and os.environ.get("NO_COLOR", "") == ""
-    return Console(
+    tty = _isatty(stream)
+    styled = tty and os.environ.get("NO_COLOR", "") == ""
+    return (Console if tty else _PlainConsole)(
         file=stream,
         color_system="auto" if styled else None,
         force_terminal=None,
@@ -82,8 +83,9 @@ def make_table(console: Console, title: str, columns: Sequence[str], *, right: S
                wrap: Sequence[str] = ()) -> Table:
     """A table with ``columns``: boxed on a terminal, plain space-separated columns elsewhere.
 
-    Columns in ``right`` are right-aligned; only those in ``wrap`` (the long free
-    text: previews, errors) wrap to fit the width, the short ones stay on one line.
+    Columns in ``right`` (numbers) are right-aligned and may wrap their header
+    words; of the others only those in ``wrap`` (the long free text: previews,
+    errors) wrap to fit the width, the short ones stay on one line.
     """
     if is_plain(console):
         table = Table(title=clean(title, one_line=True), box=None, show_edge=False, pad_edge=False,
@@ -92,19 +94,23 @@ def make_table(console: Console, title: str, columns: Sequence[str], *, right: S
         table = Table(title=clean(title, one_line=True), box=box.HEAVY_HEAD)
     for column in columns:
         table.add_column(column, justify="right" if column in right else "left", overflow="fold",
-                         no_wrap=column not in wrap)
+                         no_wrap=column not in wrap and column not in right)
     return table
 
 
 def show(console: Console, *renderables: RenderableType) -> None:
-    """Print ``renderables``; in plain output without the padding spaces at the ends of lines."""
-    if not is_plain(console):
-        console.print(*renderables)
-        return
-    with console.capture() as captured:
-        console.print(*renderables)
-    console.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
-    console.file.flush()
+    """Print ``renderables`` (kept for callers; :func:`make_console` consoles strip line ends themselves)."""
+    console.print(*renderables)
+
+
+class _PlainConsole(Console):
+    """A console for pipes and files: every printed line without the padding spaces at its end."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's method name
+        with self.capture() as captured:
+            super().print(*objects, **kwargs)
+        self.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+        self.file.flush()
 
 
 def cells(*values: str) -> list[Text]:
