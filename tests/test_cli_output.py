@@ -169,6 +169,7 @@ class TestPlainAndWidth:
         ("plugins", "list"),
         ("build", "examples/coding-agent.yaml", "--state", "examples/conversation.json", "--explain"),
         ("explain", "examples/budgeting.yaml", "--state", "examples/interrupted.json"),
+        ("counters", "compare", "bench/corpora/mixed_technical.txt", "--reference", "tiktoken:o200k_base"),
     ])
     def test_piped_output_is_plain_and_fits_80_columns(self, args: tuple[str, ...]) -> None:
         """Into a pipe with COLUMNS=80: no box drawing, no escape codes, no line wider than 80 cells."""
@@ -176,7 +177,7 @@ class TestPlainAndWidth:
         assert result.returncode == 0, result.stderr
         text = result.stdout + result.stderr
         assert not BOX & set(text) and "\x1b" not in text
-        human = result.stderr if args[0] == "build" else result.stdout
+        human = result.stderr if args[0] == "build" else result.stdout + result.stderr  # build's stdout is JSON
         assert max(cell_len(line) for line in human.splitlines()) <= 80
 
     def _on_tty(self, *args: str, columns: int = 80, **env: str) -> str:

@@ -265,7 +265,7 @@ def _why(exc: Exception) -> str:
 
 
 def _print_comparison(reference: str, ref_total: int, rows: list[dict[str, Any]], unavailable: list[dict[str, str]]) -> None:
-    from ctxcore.tools.terminal import cells, make_console, make_table, show
+    from ctxcore.tools.terminal import cells, clean, make_console, make_table, show
 
     console = make_console()
     table = make_table(console, f"token counts vs {reference} ({ref_total} tokens)",
@@ -274,5 +274,6 @@ def _print_comparison(reference: str, ref_total: int, rows: list[dict[str, Any]]
         error = "n/a" if row["error_percent"] is None else f"{row['error_percent']:+.1f}%"
         table.add_row(*cells(row["counter"], str(row["tokens"]), f"{row['tokens'] - ref_total:+d}", error))
     show(console, table)
+    notes = make_console(stderr=True)
     for item in unavailable:
-        click.echo(f"unavailable: {item['counter']}: {item['error']}", err=True)
+        notes.print(clean(f"unavailable: {item['counter']}: {item['error']}"))
