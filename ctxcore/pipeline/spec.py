@@ -324,7 +324,7 @@ def _resolve_step(
         component = host.registry.get(kind, step.type)
     except UnknownComponent as exc:
         message = str(exc)
-        if not host.registry.names(kind) and not exc.install_hint:
+        if not host.registry.names(kind):
             message += f" (no installed plugin provides a {kind}; see `ctx plugins list`)"
         issues.append(loaded.issue(path + ("type",), message))
         return None
