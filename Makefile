@@ -1,5 +1,6 @@
 # Two commands on a fresh machine: `make demo` and `make test`.
-# Everything is installed into .venv (the core and every plugin, editable, in one step).
+# `make test` (and `make install`) use .venv: the core and every plugin, editable, in one step, plus the
+# dev toolchain. `make demo` uses a lean .venv-demo: the core and the standard plugins, runtime dependencies only.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -8,37 +9,63 @@ PLUGIN_PROJECTS := $(wildcard plugins/*/*/pyproject.toml examples/*/pyproject.to
 PACKAGES := -e . $(foreach p,$(PLUGIN_PROJECTS),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint lint-imports docs clean test-mem0 bench-counters postgres chromium screenshot bench
+.PHONY: install demo test lint lint-imports docs clean test-mem0 bench-counters postgres chromium screenshot bench wheelhouse
 
 install: $(STAMP)
 
+# The core was once the distribution `ctxcore` (a name taken on the index by another project); an old
+# .venv may still hold it, so it is removed before the current one, `ctxcore-llm`, is installed.
 $(STAMP): pyproject.toml $(PLUGIN_PROJECTS) requirements-dev.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip uninstall --quiet --yes ctxcore >/dev/null 2>&1 || true
 	$(PY) -m pip install --quiet $(PACKAGES) -r requirements-dev.txt
 	@touch $@
 
-demo: install
+# The demo's venv: what `pip install "ctxcore-llm[standard]"` gives a user (editable here, from the clone).
+DEMO_VENV ?= .venv-demo
+DEMO_PROJECTS := . plugins/providers/ctxcore-providers plugins/filters/ctxcore-filters \
+	plugins/counters/ctxcore-counters plugins/checkpointers/ctxcore-checkpointers plugins/memory/ctxcore-memory
+DEMO_STAMP := $(DEMO_VENV)/.installed
+CTX := $(DEMO_VENV)/bin/ctx
+
+$(DEMO_STAMP): $(foreach p,$(DEMO_PROJECTS),$(p)/pyproject.toml)
+	@test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
+	@# One build backend for the six editable builds instead of an isolated build env each (3x faster).
+	$(DEMO_VENV)/bin/python -m pip install --quiet "setuptools>=70.1"
+	$(DEMO_VENV)/bin/python -m pip install --quiet --no-build-isolation $(foreach p,$(DEMO_PROJECTS),-e $(p))
+	@touch $@
+
+demo: $(DEMO_STAMP)
 	@echo "== plugins"
-	$(VENV)/bin/ctx plugins list
+	$(CTX) plugins list
 	@echo "== validate"
-	$(VENV)/bin/ctx pipeline validate examples/coding-agent.yaml
+	$(CTX) pipeline validate examples/coding-agent.yaml
 	@echo "== build (messages on stdout, the explanation on stderr)"
-	$(VENV)/bin/ctx build examples/coding-agent.yaml --state examples/conversation.json --explain
+	$(CTX) build examples/coding-agent.yaml --state examples/conversation.json --explain
 	@echo "== explain: an Anthropic request with tool schemas, an interrupted call backfilled, the user's question recovered"
-	$(VENV)/bin/ctx explain examples/budgeting.yaml --state examples/interrupted.json
+	$(CTX) explain examples/budgeting.yaml --state examples/interrupted.json
 	@echo "== the agent preset (workspace examples/, a fixed clock)"
-	CTX_WORKSPACE=examples $(VENV)/bin/ctx build --preset agent --state examples/agent-state.json --runtime now=2026-03-01T09:30:00+00:00
+	CTX_WORKSPACE=examples $(CTX) build --preset agent --state examples/agent-state.json --runtime now=2026-03-01T09:30:00+00:00
 	@echo "== token counters against tiktoken o200k_base on a shipped corpus"
-	$(VENV)/bin/ctx counters compare bench/corpora/mixed_technical.txt --reference tiktoken:o200k_base
+	$(CTX) counters compare bench/corpora/mixed_technical.txt --reference tiktoken:o200k_base
 	@echo "== long-term memory: a SQLite store in a temporary directory (removed afterwards)"
 	@bash -ec 'dir=$$(mktemp -d); trap "rm -rf $$dir" EXIT; export CTX_MEMORY_DB=$$dir/memory.db; set -x; \
-	$(VENV)/bin/ctx memory add "Ada prefers tabs over spaces in Python code" --pipeline examples/memory-demo.yaml -n ada --meta topic=style; \
-	$(VENV)/bin/ctx memory add "Ada deploys only on Tuesdays" --pipeline examples/memory-demo.yaml -n ada --meta topic=ops; \
-	$(VENV)/bin/ctx memory search "tabs or spaces?" --pipeline examples/memory-demo.yaml -n ada; \
-	$(VENV)/bin/ctx build examples/memory-demo.yaml --state examples/memory-state.json --runtime memory_namespace=ada'
+	$(CTX) memory add "Ada prefers tabs over spaces in Python code" --pipeline examples/memory-demo.yaml -n ada --meta topic=style; \
+	$(CTX) memory add "Ada deploys only on Tuesdays" --pipeline examples/memory-demo.yaml -n ada --meta topic=ops; \
+	$(CTX) memory search "tabs or spaces?" --pipeline examples/memory-demo.yaml -n ada; \
+	$(CTX) build examples/memory-demo.yaml --state examples/memory-state.json --runtime memory_namespace=ada'
 
-test: install lint docs postgres chromium
-	$(PY) -m pytest $(PYTEST_ARGS)
+# The third-party wheels of `ctxcore-llm[standard]` (pip download, while registries are reachable), so
+# tests/test_wheels.py can install the freshly built wheels into a new venv with --no-index.
+WHEELHOUSE ?= $(VENV)/wheelhouse
+WHEELHOUSE_STAMP := $(WHEELHOUSE)/.filled
+wheelhouse: $(WHEELHOUSE_STAMP)
+$(WHEELHOUSE_STAMP): $(STAMP) tools/wheelhouse.py pyproject.toml $(PLUGIN_PROJECTS)
+	$(PY) tools/wheelhouse.py $(WHEELHOUSE)
+	@touch $@
+
+test: install lint docs postgres chromium wheelhouse
+	CTXCORE_WHEELHOUSE=$(abspath $(WHEELHOUSE)) $(PY) -m pytest $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-mem0
 
 # PostgreSQL binaries for the persistence tests, which start (and stop) a throwaway
@@ -118,4 +145,4 @@ bench: install $(BENCH_STAMP)
 	done
 
 clean:
-	rm -rf $(VENV) $(MEM0_VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(DEMO_VENV) $(MEM0_VENV) .pytest_cache .hypothesis

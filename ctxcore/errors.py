@@ -130,11 +130,17 @@ class StaleWrite(CtxError):
 
 
 class UnknownComponent(CtxError, LookupError):
-    """No component of that kind has that name; ``suggestions`` holds close names."""
+    """No component of that kind has that name; ``suggestions`` holds close names.
 
-    def __init__(self, kind: str, name: str, suggestions: list[str]) -> None:
-        self.kind, self.name, self.suggestions = kind, name, suggestions
+    ``install_hint`` names the first-party distribution that provides it (and
+    the install line) when the name is one of ctxcore's own components.
+    """
+
+    def __init__(self, kind: str, name: str, suggestions: list[str], install_hint: str | None = None) -> None:
+        self.kind, self.name, self.suggestions, self.install_hint = kind, name, suggestions, install_hint
         hint = f" — did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        if install_hint:  # the exact name of a first-party component: installing beats a near miss
+            hint = f" — {install_hint}"
         super().__init__(f"unknown {kind} {name!r}{hint}")
 
 

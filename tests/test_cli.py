@@ -22,11 +22,11 @@ pytestmark = pytest.mark.integration
 
 
 def ctx(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `ctx` in a clean environment (autoload on, no CTXCORE_* overrides)."""
+    """Run `ctx` in a clean environment (autoload on, no CTXCORE_* overrides, 200 columns wide)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}
     return subprocess.run(
         [sys.executable, "-m", "ctxcore", *args],
-        capture_output=True, text=True, env={**base, **(env or {})}, input=stdin, timeout=120, cwd=ROOT,
+        capture_output=True, text=True, env={**base, "COLUMNS": "200", **(env or {})}, input=stdin, timeout=120, cwd=ROOT,
     )
 
 

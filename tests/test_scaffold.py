@@ -96,7 +96,7 @@ def test_rendered_files_are_complete(kind: str) -> None:
         if path.endswith(".py"):
             ast.parse(text, filename=path)
     assert '[project.entry-points.ctxcore]\nacme-thing = "acme_thing.plugin"' in files["pyproject.toml"]
-    assert 'dependencies = ["ctxcore>=' in files["pyproject.toml"]
+    assert 'dependencies = ["ctxcore-llm>=' in files["pyproject.toml"]
     hook = {"provider": "register_providers", "filter": "register_filters", "counter": "register_token_counters",
             "checkpointer": "register_checkpointers", "memory": "register_memory_stores"}[kind]
     assert f"def {hook}(register: Any)" in files["acme_thing/plugin.py"]
@@ -209,12 +209,12 @@ def test_templates_ship_in_the_wheel(tmp_path: Path) -> None:
     """A built (not editable) ctxcore wheel holds every template (package-data is configured)."""
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "ctxcore", src / "ctxcore", ignore=shutil.ignore_patterns("__pycache__"))
     _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
          "-w", tmp_path / "dist", src, cwd=tmp_path)
-    (wheel,) = (tmp_path / "dist").glob("ctxcore-*.whl")
+    (wheel,) = (tmp_path / "dist").glob("ctxcore_llm-*.whl")
     shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("ctxcore/tools/scaffold_templates/")}
     expected = {f"ctxcore/{p.relative_to(ROOT / 'ctxcore').as_posix()}"
                 for p in (ROOT / "ctxcore" / "tools" / "scaffold_templates").rglob("*.tmpl")}

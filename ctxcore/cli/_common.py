@@ -16,6 +16,7 @@ import click
 from ctxcore.errors import ConfigError, PluginError
 from ctxcore.plugins.host import PluginHost
 from ctxcore.redaction import redact_text
+from ctxcore.tools.terminal import clean
 
 __all__ = [
     "CliState",
@@ -54,12 +55,12 @@ def state(ctx: click.Context) -> CliState:
 def echo_issues(exc: ConfigError) -> None:
     """Print each located problem of a pipeline on its own stderr line."""
     for issue in exc.issues:
-        click.echo(str(issue), err=True)
+        click.echo(clean(str(issue)), err=True)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """Print ``error: MESSAGE`` (secrets redacted) on stderr and exit with ``code``."""
-    click.echo(f"error: {redact_text(message)}", err=True)  # an error may quote a DSN or a header
+    """Print ``error: MESSAGE`` (secrets redacted, control characters escaped) on stderr and exit with ``code``."""
+    click.echo(f"error: {clean(redact_text(message))}", err=True)  # an error may quote a DSN, a header or user text
     sys.exit(code)
 
 

@@ -45,7 +45,7 @@ class _PluginCommandsGroup(click.Group):
         return super().list_commands(ctx)
 
 
-@click.group(cls=_PluginCommandsGroup)
+@click.group(cls=_PluginCommandsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ctx")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-v info, -vv debug).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), envvar="CTXCORE_LOG_LEVEL",

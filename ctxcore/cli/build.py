@@ -19,8 +19,9 @@ __all__ = ["build"]
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--preset", help="Build with a preset pipeline (chat, react, skill, agent) instead of FILE.")
 @click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False), help='JSON file: {"messages": [OpenAI-style dicts...]}.')
-@click.option("--format", "fmt", type=click.Choice(["openai", "json"]), default="openai", show_default=True,
-              help="openai: the request's messages; json: ctxcore messages with provenance plus the report.")
+@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "json"]), default="openai", show_default=True,
+              help="openai: the request's messages; anthropic: the Messages API body (system, messages, tools); "
+                   "json: ctxcore messages with provenance plus the report.")
 @click.option("--explain", is_flag=True, help="Print the build report as tables on stderr.")
 @click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to providers.")
 @click.pass_context
@@ -40,6 +41,12 @@ def build(ctx: click.Context, file: str | None, preset: str | None, state_file: 
         fail(f"{type(exc).__name__}: {exc}")
     if fmt == "openai":
         click.echo(json.dumps(built.to_openai(), indent=2, ensure_ascii=False))
+    elif fmt == "anthropic":
+        try:
+            body = built.to_anthropic()
+        except (CtxError, ValueError) as exc:
+            fail(f"{file}: the request cannot be sent to Anthropic: {type(exc).__name__}: {exc}")
+        click.echo(json.dumps(body, indent=2, ensure_ascii=False))
     else:
         payload = {
             "messages": [m.model_dump(mode="json") for m in built.messages],

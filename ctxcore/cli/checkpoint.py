@@ -54,15 +54,13 @@ def _size(value: Any) -> int:
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from ctxcore.tools.terminal import cells, make_console, make_table, show
 
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column)
+    console = make_console()
+    table = make_table(console, title, columns)
     for row in rows:
-        table.add_row(*row)
-    Console(width=200).print(table)
+        table.add_row(*cells(*row))
+    show(console, table)
 
 
 @click.group()

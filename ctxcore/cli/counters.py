@@ -128,7 +128,6 @@ def _count_texts(counters: list[Any], texts: dict[str, str], progress: bool | No
             for name, text in texts.items():
                 results[i][name] = sum(counter.count_text(piece) for piece in chunks(text))
         return results
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         Progress,
@@ -137,8 +136,10 @@ def _count_texts(counters: list[Any], texts: dict[str, str], progress: bool | No
         TimeRemainingColumn,
     )
 
+    from ctxcore.tools.terminal import make_console
+
     columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=make_console(stderr=True), transient=True) as bar:
         task = bar.add_task("counting", total=total_chars)
         for i, counter in enumerate(counters):
             for name, text in texts.items():
@@ -264,17 +265,15 @@ def _why(exc: Exception) -> str:
 
 
 def _print_comparison(reference: str, ref_total: int, rows: list[dict[str, Any]], unavailable: list[dict[str, str]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from ctxcore.tools.terminal import cells, clean, make_console, make_table, show
 
-    table = Table(title=f"token counts vs {reference} ({ref_total} tokens)")
-    table.add_column("counter")
-    table.add_column("tokens", justify="right")
-    table.add_column("difference", justify="right")
-    table.add_column("error", justify="right")
+    console = make_console()
+    table = make_table(console, f"token counts vs {reference} ({ref_total} tokens)",
+                       ("counter", "tokens", "difference", "error"), right=("tokens", "difference", "error"))
     for row in rows:
         error = "n/a" if row["error_percent"] is None else f"{row['error_percent']:+.1f}%"
-        table.add_row(row["counter"], str(row["tokens"]), f"{row['tokens'] - ref_total:+d}", error)
-    Console(width=120).print(table)
+        table.add_row(*cells(row["counter"], str(row["tokens"]), f"{row['tokens'] - ref_total:+d}", error))
+    show(console, table)
+    notes = make_console(stderr=True)
     for item in unavailable:
-        click.echo(f"unavailable: {item['counter']}: {item['error']}", err=True)
+        notes.print(clean(f"unavailable: {item['counter']}: {item['error']}"))

@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from ctxcore.cli._common import (
     echo_issues,
@@ -25,6 +24,7 @@ from ctxcore.engine.builder import BuiltContext
 from ctxcore.engine.report import BuildReport
 from ctxcore.errors import ConfigError, CtxError
 from ctxcore.tools.explain import budget_rows, decisions, explain_payload
+from ctxcore.tools.terminal import cells, clean, make_console, make_table, show
 
 __all__ = ["budget_rows", "decisions", "print_explain", "build_from_cli"]
 
@@ -48,21 +48,21 @@ def build_from_cli(ctx: click.Context, file: str, state: dict[str, Any], runtime
 
 def print_explain(report: BuildReport, console: Console | None = None) -> None:
     """Print the per-source/zone budget table and the decision list."""
-    console = console or Console(stderr=True, width=140)
-    table = Table(title="budget by source and zone")
-    for column in ("source", "zone", "tokens in", "tokens out", "units dropped", "compressed"):
-        table.add_column(column, justify="left" if column in ("source", "zone") else "right")
+    console = console or make_console(stderr=True)
+    table = make_table(console, "budget by source and zone",
+                       ("source", "zone", "tokens in", "tokens out", "units dropped", "compressed"),
+                       right=("tokens in", "tokens out", "units dropped", "compressed"))
     for row in budget_rows(report):
-        table.add_row(row["source"], row["zone"], str(row["tokens_in"]), str(row["tokens_out"]),
-                      str(row["units_dropped"]), str(row["compressed"]))
-    console.print(table)
+        table.add_row(*cells(row["source"], row["zone"], str(row["tokens_in"]), str(row["tokens_out"]),
+                             str(row["units_dropped"]), str(row["compressed"])))
+    show(console, table)
     budget = f" of a {report.budget}-token input budget ({report.utilization:.1%})" if report.budget else ""
     tools = f", {report.tool_tokens} of them tool schemas" if report.tool_tokens else ""
     console.print(f"request: {report.total_tokens} tokens{budget}{tools}")
     lines = decisions(report)
     console.print("decisions:" if lines else "decisions: none (everything fit)")
     for line in lines:
-        console.print(f"  - {line}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"  - {clean(line, one_line=True)}", overflow="fold")
 
 
 @click.command("explain")
@@ -78,4 +78,4 @@ def explain(ctx: click.Context, file: str, state_file: str, runtime_items: tuple
     if as_json:
         click.echo(json.dumps(explain_payload(report), indent=2, ensure_ascii=False))
         return
-    print_explain(report, Console(width=140))
+    print_explain(report, make_console())

@@ -16,6 +16,7 @@ import click
 from ctxcore.cli._common import echo_issues, fail, load_pipeline
 from ctxcore.errors import ConfigError, CtxError
 from ctxcore.runtime.memory_service import MemoryService
+from ctxcore.tools.terminal import clean
 
 __all__ = ["memory"]
 
@@ -81,7 +82,7 @@ def memory_add(ctx: click.Context, text: str, pipeline_file: str, namespace: str
         click.echo(json.dumps([i.to_dict() for i in items], indent=2, ensure_ascii=False))
     else:
         for item in items:
-            click.echo(item.id)
+            click.echo(clean(item.id, one_line=True))
 
 
 @memory.command("search")
@@ -103,4 +104,4 @@ def memory_search(ctx: click.Context, query: str, pipeline_file: str, namespace:
     if as_json:
         click.echo(json.dumps([i.to_dict() for i in items], indent=2, ensure_ascii=False))
     else:
-        click.echo(service.format_retrieved(items))
+        click.echo(clean(service.format_retrieved(items)))

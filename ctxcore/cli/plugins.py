@@ -8,6 +8,7 @@ import sys
 import click
 
 from ctxcore.cli._common import state
+from ctxcore.plugins.first_party import STANDARD_INSTALL
 from ctxcore.plugins.registry import KINDS
 
 __all__ = ["plugins"]
@@ -32,17 +33,21 @@ def plugins_list(ctx: click.Context, as_json: bool, show_all: bool, strict: bool
     if as_json:
         click.echo(json.dumps([p.to_dict() for p in infos], indent=2, sort_keys=True))
     else:
-        from rich.console import Console
-        from rich.table import Table
+        from ctxcore.tools.terminal import cells, make_console, make_table, show
 
-        table = Table(title="ctxcore plugins")
-        for column in ("name", "version", "status", "components", "error"):
-            table.add_column(column)
+        console = make_console()
+        errors = any(p.error for p in infos)  # the error column only when something failed
+        columns = ("name", "version", "status", "components", "error")[: 5 if errors else 4]
+        table = make_table(console, "ctxcore plugins", columns, wrap=("components", "error"))
         for p in infos:
             comps = ", ".join(f"{k}:{n}" for k in KINDS for n in sorted(p.components.get(k, [])))
             error = f"{p.error['type']}: {p.error['message']}" if p.error else ""
-            table.add_row(p.name, p.version, p.status, comps, error)
-        Console(width=200).print(table)
+            table.add_row(*cells(p.name, p.version, p.status, comps, error)[: len(columns)])
+        if infos:
+            show(console, table)
+        else:
+            click.echo("no ctxcore plugins are installed: no providers, filters, counters or stores to build with.")
+            click.echo(f"install the standard set with: {STANDARD_INSTALL}")
         failed = [p for p in infos if p.status == "failed"]
         if failed and ctx.find_root().params.get("verbose", 0) == 0:
             click.echo("(run with -v for the tracebacks of failed plugins)", err=True)

@@ -15,7 +15,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from ctxcore.cli._common import (
     echo_issues,
@@ -36,6 +35,7 @@ from ctxcore.tools.replay import (
     replay_requests,
     split_timestamps,
 )
+from ctxcore.tools.terminal import cells, make_console, make_table, show
 
 __all__ = ["print_replay"]
 
@@ -46,14 +46,13 @@ def _pct(value: float | None) -> str:
 
 def print_replay(result: ReplayResult, console: Console) -> None:
     """The per-turn table and the totals with the cost estimate."""
-    table = Table(title="replay: one row per turn")
-    for column in ("turn", "calls", "input tokens", "max fill", "cached tokens", "cached share", "new reductions",
-                   "removed msgs", "over budget"):
-        table.add_column(column, justify="right")
+    columns = ("turn", "calls", "input tokens", "max fill", "cached tokens", "cached share", "new reductions",
+               "removed msgs", "over budget")
+    table = make_table(console, "replay: one row per turn", columns, right=columns, wrap=columns)
     for t in result.turns:
-        table.add_row(str(t.turn), str(t.calls), f"{t.input_tokens:,}", _pct(t.fill), f"{t.cached_tokens:,}",
-                      _pct(t.cached_share), str(t.new_reductions), str(t.removed), str(t.over_budget) if t.over_budget else "")
-    console.print(table)
+        table.add_row(*cells(str(t.turn), str(t.calls), f"{t.input_tokens:,}", _pct(t.fill), f"{t.cached_tokens:,}",
+                      _pct(t.cached_share), str(t.new_reductions), str(t.removed), str(t.over_budget) if t.over_budget else ""))
+    show(console, table)
     s = result.totals
     console.print(
         f"totals: {s['calls']} calls in {s['turns']} turns, {s['input_tokens']:,} input tokens, "
@@ -86,7 +85,7 @@ def _progress(enabled: bool) -> Any:
     )
 
     return Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=Console(stderr=True), transient=True, disable=not enabled)
+                    console=make_console(stderr=True), transient=True, disable=not enabled)
 
 
 def _write_page(p: Any, builder: Any, messages: list[dict[str, Any]], state: dict[str, Any], runtime: dict[str, str],
@@ -190,4 +189,4 @@ def replay_command(ctx: click.Context, transcript: str, pipeline_file: str, pric
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
-    print_replay(result, Console(width=160))
+    print_replay(result, make_console())

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ctxcore.errors import ComponentConflict, UnknownComponent
 from ctxcore.kit.components import EmptyConfig
+from ctxcore.plugins.first_party import install_hint
 
 __all__ = [
     "KINDS",
@@ -127,7 +128,9 @@ class Registry:
         if plugin is not None:
             found = [c for c in found if normalize_plugin_name(c.plugin) == normalize_plugin_name(plugin)]
         if not found:
-            raise UnknownComponent(kind, name if plugin is None else f"{plugin}:{name}", self.suggest(kind, name))
+            suggestions = self.suggest(kind, name)
+            raise UnknownComponent(kind, name if plugin is None else f"{plugin}:{name}", suggestions,
+                                   install_hint(kind, name) if plugin is None else None)
         if len(found) > 1:
             raise ComponentConflict(kind, name, [c.plugin for c in found])
         return found[0]

@@ -6,7 +6,8 @@ process-wide host nor depends on what else is installed.
 
 - :mod:`ctxcore.testing.contracts`: the conformance suites, one per component
   kind (they need pytest).
-- :mod:`ctxcore.testing.harness`: servers and harnesses tests run against.
+- :mod:`ctxcore.testing.harness`: servers and harnesses tests run against (in the
+  repository only: excluded from the wheel).
 
 May import: every layer except ``ctxcore.tools`` and ``ctxcore.cli``.
 """

@@ -1,4 +1,4 @@
-"""Render a BuildReport as rich tables (``ctx build --explain``).
+"""Render a BuildReport as tables (``ctx build --explain``), through :mod:`ctxcore.tools.terminal`.
 
 A replacement (a compacted result, a trim marker) shows in the ``by`` column the step and stage that made it
 with the tokens before and after; a replaced original points to its replacement's position.
@@ -7,9 +7,10 @@ with the tokens before and after; a replaced original points to its replacement'
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from ctxcore.engine.report import BuildReport
+from ctxcore.tools.terminal import cells, clean, make_console, make_table, show
 
 __all__ = ["print_report"]
 
@@ -19,11 +20,11 @@ def _tokens(value: int | None) -> str:
 
 
 def print_report(report: BuildReport, console: Console | None = None) -> None:
-    """Print the per-message fates, per-source totals, timings and warnings."""
-    console = console or Console(stderr=True, width=140)
-    messages = Table(title="messages (output order, then dropped)")
-    for column in ("#", "role", "source", "zone", "tokens", "fate", "by", "preview"):
-        messages.add_column(column, justify="right" if column in ("#", "tokens") else "left")
+    """Print the per-message fates, per-source totals, timings and warnings (stderr unless ``console``)."""
+    console = console or make_console(stderr=True)
+    messages = make_table(console, "messages (output order, then dropped)",
+                          ("#", "role", "source", "zone", "tokens", "fate", "by", "preview"), right=("#", "tokens"),
+                          wrap=("source", "by", "preview"))
     made = {c.new_id: c for c in report.compressions}
     position = {r.id: r.position for r in report.records}
     for r in report.records:
@@ -34,28 +35,25 @@ def print_report(report: BuildReport, console: Console | None = None) -> None:
         elif r.into is not None:
             into = position.get(r.into)
             by = f"{by} {r.stage or ''} → #{into}".replace("  ", " ") if into is not None else by
-        messages.add_row(
+        messages.add_row(*cells(
             "" if r.position is None else str(r.position), r.role, r.source or "", r.zone,
             _tokens(r.tokens), r.fate, by, r.preview,
-        )
-    console.print(messages)
+        ))
+    show(console, messages)
 
-    sources = Table(title="by source")
-    for column in ("source", "kept", "kept tokens", "dropped", "dropped tokens"):
-        sources.add_column(column, justify="left" if column == "source" else "right")
+    sources = make_table(console, "by source", ("source", "kept", "kept tokens", "dropped", "dropped tokens"),
+                         right=("kept", "kept tokens", "dropped", "dropped tokens"))
     for name, t in report.totals_by("source").items():
-        sources.add_row(name, str(t["kept"]), str(t["kept_tokens"]), str(t["dropped"]), str(t["dropped_tokens"]))
-    console.print(sources)
+        sources.add_row(*cells(name, str(t["kept"]), str(t["kept_tokens"]), str(t["dropped"]), str(t["dropped_tokens"])))
+    show(console, sources)
 
-    timings = Table(title="components")
-    for column in ("component", "kind", "in", "out", "ms", "note"):
-        timings.add_column(column, justify="right" if column in ("in", "out", "ms") else "left")
+    timings = make_table(console, "components", ("component", "kind", "in", "out", "ms", "note"), right=("in", "out", "ms"))
     for timing in report.timings:
-        timings.add_row(
+        timings.add_row(*cells(
             timing.id, timing.kind, str(timing.messages_in), str(timing.messages_out),
             f"{timing.seconds * 1000:.2f}", "skipped" if timing.skipped else "",
-        )
-    console.print(timings)
+        ))
+    show(console, timings)
 
     if report.budget:
         console.print(
@@ -65,4 +63,4 @@ def print_report(report: BuildReport, console: Console | None = None) -> None:
     else:
         console.print(f"total {report.total_tokens} tokens (no budget set)")
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        console.print(Text.assemble(("warning:", "yellow"), " ", clean(warning)))

@@ -12,7 +12,9 @@
 
 Kept apart from the contract suites (:mod:`ctxcore.testing.contracts`): a
 harness starts processes or servers; a contract is a base class of checks.
-Import the module you need; nothing is imported here.
+Import the module you need; nothing is imported here. This package is in the
+repository only: ``pyproject.toml`` excludes it from the ``ctxcore-llm`` wheel,
+so the published package holds no test servers.
 
 May import: what :mod:`ctxcore.testing` may (every layer but tools and cli),
 never the contract suites.
