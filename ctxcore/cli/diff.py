@@ -22,6 +22,7 @@ from ctxcore.errors import ConfigError, CtxError
 from ctxcore.tools.diff import diff_builds, diff_replay, format_diff
 from ctxcore.tools.html_report import pipeline_context, render_html
 from ctxcore.tools.replay import TranscriptError, load_transcript
+from ctxcore.tools.terminal import clean
 
 __all__ = ["diff"]
 
@@ -101,4 +102,4 @@ def diff(ctx: click.Context, states: tuple[str, ...], pipeline_file: str, transc
         click.echo(json.dumps(d, indent=2, ensure_ascii=False))
         return
     for line in format_diff(d):
-        click.echo(line)
+        click.echo(clean(line))  # message previews are user text: control characters shown as escapes

@@ -116,7 +116,7 @@ def _write_page(p: Any, builder: Any, messages: list[dict[str, Any]], state: dic
     if as_json:
         click.echo(json.dumps({k: v for k, v in payload.items() if k not in ("texts", "reports")}, indent=2))
     else:
-        print_replay(result, Console(width=160))
+        print_replay(result, make_console())
 
 
 @click.command("replay")

@@ -13,15 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ctxcore.cli._common import echo_issues, fail, load_pipeline, parse_runtime
 from ctxcore.cli.explain import print_explain
 from ctxcore.errors import ConfigError, CtxError
 from ctxcore.runtime.threads import THREAD_FORMAT
 from ctxcore.tools.explain import explain_payload
+from ctxcore.tools.terminal import cells, make_console, make_table, show
 
 __all__ = ["thread"]
 
@@ -89,13 +87,13 @@ def thread_list(ctx: click.Context, pipeline_file: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2, sort_keys=True))
         return
-    table = Table(title=f"threads in {escape(pipeline_file)}")
-    for column in ("thread", "step", "messages", "saved at"):
-        table.add_column(column)
+    console = make_console()
+    table = make_table(console, f"threads in {pipeline_file}", ("thread", "step", "messages", "saved at"),
+                       wrap=("thread", "messages"))
     for r in rows:
-        table.add_row(escape(r["thread_id"]), str(r["step"]), str(r["messages"]) if r["thread"] else "(not a Thread checkpoint)",
-                      str(r["created_at"]))
-    Console(width=160).print(table)
+        table.add_row(*cells(r["thread_id"], str(r["step"]),
+                             str(r["messages"]) if r["thread"] else "(not a Thread checkpoint)", str(r["created_at"])))
+    show(console, table)
 
 
 @thread.command("show")
@@ -115,14 +113,13 @@ def thread_show(ctx: click.Context, thread_id: str, pipeline_file: str, runtime_
         click.echo(json.dumps({"thread_id": thread_id, "step": t.step, "messages": [m.to_openai() for m in t.messages],
                                "next_build": explain_payload(built.report)}, indent=2, ensure_ascii=False))
         return
-    console = Console(width=160)
-    table = Table(title=f"thread {escape(thread_id)} at step {t.step}: {len(t.messages)} messages")
-    for column in ("#", "role", "text", "tool calls"):
-        table.add_column(column)
+    console = make_console()
+    table = make_table(console, f"thread {thread_id} at step {t.step}: {len(t.messages)} messages",
+                       ("#", "role", "text", "tool calls"), right=("#",), wrap=("text", "tool calls"))
     for i, m in enumerate(t.messages):
-        table.add_row(str(i), m.role, escape(_preview(m.text)), escape(", ".join(c.name for c in m.tool_calls)))
-    console.print(table)
-    console.print("next build:", highlight=False)
+        table.add_row(*cells(str(i), m.role, _preview(m.text), ", ".join(c.name for c in m.tool_calls)))
+    show(console, table)
+    console.print("next build:")
     print_explain(built.report, console)
 
 
