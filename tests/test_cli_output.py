@@ -123,6 +123,39 @@ class TestUserTextIsShownVerbatim:
 
     @SETTINGS
     @given(text=USER_TEXT)
+    def test_thread_show(self, tmp_path: Path, text: str) -> None:
+        """`ctx thread show` prints a stored user turn's preview verbatim, control characters escaped."""
+        from ctxcore import Pipeline
+
+        assume(text.split() and len(text) <= 40)
+        pipeline = tmp_path / "th.yaml"
+        pipeline.write_text(f"version: 1\nproviders: [{{type: history}}]\ncheckpointer: {{type: sqlite, path: '{tmp_path}/t.db'}}\n")
+        p = Pipeline.from_yaml(pipeline)
+        thread_id = "t" + str(abs(hash(text)))
+        t = p.thread(thread_id)
+        t.add_user(f"hello {text}")
+        t.save()
+        p.checkpointer.close()
+        result = _run(["thread", "show", thread_id, "--pipeline", str(pipeline)])
+        assert result.exit_code == 0, result.output
+        assert _one_line(f"hello {text}") in " ".join(result.stdout.split())
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+
+    @SETTINGS
+    @given(text=USER_TEXT)
+    def test_diff(self, tmp_path: Path, history_pipeline: Path, text: str) -> None:
+        """`ctx diff` between two states names the entered message by its escaped preview, no raw control character."""
+        assume(text.split() and len(text) <= 40)
+        a = _state(tmp_path, "first")
+        b = tmp_path / "b.json"
+        b.write_text(json.dumps({"messages": [{"role": "user", "content": f"later {text}"}]}))
+        result = _run(["diff", str(a), str(b), "--pipeline", str(history_pipeline)])
+        assert result.exit_code == 0, result.output
+        assert "later" in result.stdout and "first difference made by: chat" in result.stdout
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout and "\x00" not in result.stdout
+
+    @SETTINGS
+    @given(text=USER_TEXT)
     def test_memory_search(self, tmp_path: Path, text: str) -> None:
         """`ctx memory search` prints a found memory's content verbatim, control characters escaped."""
         assume(text.strip() == text and text)
