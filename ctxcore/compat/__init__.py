@@ -9,8 +9,10 @@ return shapes: there is no second engine. Each docstring says where ctxcore
 deliberately differs (errors are raised, not swallowed; untrusted text never
 becomes a system message). The name-by-name map is docs/porting.md.
 
-Layer: beside ``tools`` and ``testing``; imports ``runtime`` and below, and
-nothing in ctxcore imports it.
+Layer: beside ``tools`` and ``testing``; nothing in ctxcore imports it.
+
+May import: every layer below it (errors, model, render, engine, kit, plugins,
+pipeline, runtime); not its siblings ``tools`` and ``testing``, nor ``cli``.
 """
 
 from __future__ import annotations
