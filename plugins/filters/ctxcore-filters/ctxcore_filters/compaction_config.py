@@ -138,6 +138,17 @@ class CompactionConfig(BaseModel):
     on_overflow: Literal["raise", "warn"] = Field(default="raise", description="Still over budget after every step.")
     on_error: Literal["warn", "raise"] = Field(default="warn", description="A summarizer or selector failed.")
     mutable_sources: list[str] | None = Field(default=None, description="audit: sources allowed to change (default: any dynamic).")
+    max_model_calls: int | None = Field(
+        default=None, ge=0,
+        description="Model calls the run has left, the final answer included (runtime['model_calls_left'] wins); "
+        "compaction's selector and summarizers share what is left after reserve_calls. Default: no shared limit.",
+    )
+    reserve_calls: int = Field(default=1, ge=1, description="Model calls kept back for the final answer (at least 1).")
+    timeout: float | None = Field(
+        default=None, gt=0,
+        description="Seconds the reductions of one build may take (combined with runtime['deadline'] and "
+        "runtime['cancel']); a result arriving later is discarded, never committed.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> CompactionConfig:
