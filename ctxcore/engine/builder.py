@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from ctxcore.engine.budget import CachedCounter, FilterContext, ModelBudget
+from ctxcore.engine.char_budget import check_input_chars, check_schema_chars
 from ctxcore.engine.lazy import (
     LazyMessages,
     MessageChain,
@@ -337,13 +338,19 @@ class ContextBuilder:
             messages = result
         return list(messages)
 
-    def _tool_tokens(self, state: Mapping[str, Any]) -> int:
+    def _tools_of(self, state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         tools = list(self.tools)
         extra = state.get("tools")
         if extra is not None:
             if not isinstance(extra, (list, tuple)) or not all(isinstance(t, Mapping) for t in extra):
                 raise ValueError("state['tools'] must be a list of tool definitions (JSON objects)")
             tools.extend(extra)
+        return tools
+
+    def _tool_tokens(self, state: Mapping[str, Any], report: BuildReport | None = None) -> int:
+        tools = self._tools_of(state)
+        if self.budget is not None and self.budget.max_schema_chars is not None:
+            check_schema_chars(tools, self.budget.max_schema_chars, report)
         return self.counter.count_tools(tools) if tools else 0
 
     def _sanitize(self, messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
@@ -393,7 +400,7 @@ class ContextBuilder:
         self, messages: MessageChain, state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
     ) -> BuiltContext:
         origin = messages
-        tool_tokens = self._tool_tokens(state)
+        tool_tokens = self._tool_tokens(state, report)
         budget = None
         if self.budget is not None:
             budget = self.budget.max_input_tokens - tool_tokens
@@ -415,6 +422,8 @@ class ContextBuilder:
             validate_request(messages, self.target.provider)  # includes the pairing check
         elif self.check_pairing:
             check_tool_pairing(messages)
+        if self.budget is not None and self.budget.max_input_chars is not None:
+            check_input_chars(messages, self.budget.max_input_chars, report)
         tokens = [self.counter.count_message(m) for m in messages]
         report.tool_tokens = tool_tokens
         report.total_tokens = sum(tokens) + self.counter.priming + tool_tokens

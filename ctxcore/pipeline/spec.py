@@ -52,6 +52,8 @@ class ModelSpec(BaseModel):
     context_window: PositiveInt = 128_000
     reserve_output_tokens: int = Field(default=0, ge=0)
     safety_margin: int = Field(default=0, ge=0)
+    max_input_chars: int | None = Field(default=None, ge=0, description="Most characters of message text a request may hold.")
+    max_schema_chars: int | None = Field(default=None, ge=0, description="Most characters of tool schemas (compact JSON).")
 
     @model_validator(mode="after")
     def _reserve_fits(self) -> ModelSpec:
@@ -210,7 +212,8 @@ class Pipeline:
     def budget(self) -> ModelBudget:
         """The model budget the pipeline declares."""
         model = self.spec.model
-        return ModelBudget(model.context_window, model.reserve_output_tokens, model.safety_margin)
+        return ModelBudget(model.context_window, model.reserve_output_tokens, model.safety_margin,
+                           max_input_chars=model.max_input_chars, max_schema_chars=model.max_schema_chars)
 
     def builder(self) -> ContextBuilder:
         """The compiled builder (created once; its count cache is reused by every build)."""
