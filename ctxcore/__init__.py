@@ -23,6 +23,7 @@ from ctxcore.engine.protocols import (
     Summarizer,
     TokenCounter,
 )
+from ctxcore.engine.pressure import PressureLevel, recommended_level
 from ctxcore.engine.report import BuildReport, MessageRecord
 from ctxcore.errors import (
     BudgetExceeded,
@@ -113,6 +114,7 @@ __all__ = [
     "Pipeline",
     "PipelineSpec",
     "PluginError",
+    "PressureLevel",
     "PluginHost",
     "PluginInfo",
     "Provider",
@@ -135,6 +137,7 @@ __all__ = [
     "hookimpl",
     "human",
     "legal_start",
+    "recommended_level",
     "sanitize_tool_call_history",
     "system",
     "to_anthropic",
