@@ -15,6 +15,7 @@ author's surface), ``plugins``, ``pipeline``, ``runtime``, ``tools`` and
 from ctxcore.engine.budget import CachedCounter, CountCache, FilterContext, ModelBudget
 from ctxcore.engine.builder import BuiltContext, ContextBuilder, Step
 from ctxcore.engine.counting import MessageCounter
+from ctxcore.engine.pressure import PressureLevel, recommended_level
 from ctxcore.engine.protocols import (
     Checkpointer,
     Filter,
@@ -23,7 +24,6 @@ from ctxcore.engine.protocols import (
     Summarizer,
     TokenCounter,
 )
-from ctxcore.engine.pressure import PressureLevel, recommended_level
 from ctxcore.engine.report import BuildReport, MessageRecord
 from ctxcore.errors import (
     BudgetExceeded,

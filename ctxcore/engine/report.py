@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ctxcore.engine.pressure import LEVEL_OF_STAGE, PressureLevel, recommended_level
 from ctxcore.engine.lazy import structure_of
+from ctxcore.engine.pressure import LEVEL_OF_STAGE, PressureLevel, recommended_level
 from ctxcore.model.messages import Message
 from ctxcore.model.transactions import group_units
 
