@@ -226,7 +226,8 @@ class Pipeline:
         created: dict[str, list[Step]] = {}
         memory_spec = self.spec.memory
         context = PipelineContext(self.spec.prompts.overrides(), self.host.registry, lambda: self._memory,
-                                  has_memory=memory_spec is not None and memory_spec.enabled)
+                                  has_memory=memory_spec is not None and memory_spec.enabled,
+                                  context_window=self.spec.model.context_window)
         for slot, _kind, _many in _SLOTS:
             for r in self._steps.get(slot, []):
                 if not r.spec.enabled:
