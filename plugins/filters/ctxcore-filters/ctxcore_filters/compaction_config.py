@@ -92,6 +92,12 @@ class ConsolidateStep(_Step):
 
     kind: Literal["consolidate"] = "consolidate"
     summary_tokens: int = Field(default=512, gt=0, description="Longest merged summary, in tokens.")
+    boundary: Literal["summaries", "user_turn"] = Field(
+        default="summaries",
+        description="summaries: merge the first run of adjacent summaries; user_turn: fold the oldest history, "
+        "summaries included, up to the smallest user-turn boundary that removes at least the needed tokens "
+        "(nanobot's consolidation rule; the newest user turn is never folded).",
+    )
 
 
 StepConfig = Annotated[

@@ -213,3 +213,43 @@ class TestTimeout:
 
         two_summaries(Where(), max_tokens=budget_for(msgs)).apply(msgs, context())
         assert seen and set(seen) == {threading.current_thread().name}
+
+
+class TestConsolidationBoundary:
+    """nanobot's consolidation boundary, as a function and as the consolidate stage's ``boundary: user_turn``."""
+
+    def test_reference_example(self) -> None:
+        """[u1, a1, u2, a2, u3] at 100 tokens each, remove 150: boundary 2, 200 tokens removed."""
+        from ctxcore_filters.compaction_stages import consolidation_boundary
+
+        starts = [True, False, True, False, True]
+        assert consolidation_boundary([100] * 5, starts, 150) == (2, 200)
+        assert consolidation_boundary([100] * 5, starts, 200) == (2, 200)
+        assert consolidation_boundary([100] * 5, starts, 201) == (4, 400)
+        assert consolidation_boundary([100] * 5, starts, 401) is None
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.tuples(st.integers(0, 50), st.booleans()), max_size=30), st.integers(0, 600))
+    def test_smallest_boundary(self, items: list[tuple[int, bool]], remove: int) -> None:
+        """The answer is a turn start removing at least the request, and no earlier turn start does."""
+        from ctxcore_filters.compaction_stages import consolidation_boundary
+
+        tokens, starts = [t for t, _ in items], [s for _, s in items]
+        found = consolidation_boundary(tokens, starts, remove)
+        candidates = [b for b in range(1, len(items)) if starts[b] and sum(tokens[:b]) >= remove]
+        assert found == ((candidates[0], sum(tokens[:candidates[0]])) if candidates else None)
+
+    def test_stage_folds_up_to_the_boundary(self) -> None:
+        """consolidate with boundary: user_turn folds the oldest whole turns into one untrusted summary, newest kept."""
+        msgs = history(8)
+        c = context()
+        budget = budget_for(msgs)
+        steps = [{"kind": "consolidate", "boundary": "user_turn"}]
+        out = Compaction(steps=steps, max_tokens=budget, trigger_ratio=0.5, target_ratio=0.45, on_overflow="warn").apply(msgs, c)
+        summaries = [m for m in out if stage_of(m) == "consolidate"]
+        assert len(summaries) == 1 and summaries[0].trust == "untrusted"
+        assert out[0].role == "system" and out[1] is summaries[0]
+        rest = [m for m in out[2:]]
+        assert rest[0].role == "user" and rest[-1].text == msgs[-1].text  # starts on a user turn; the newest is kept
+        folded = len(msgs) - 1 - len(rest)
+        assert folded % 2 == 0  # whole turns (a question and its answer each)
