@@ -98,7 +98,11 @@ class MemoryRecallConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     limit: int = Field(default=5, gt=0, description="Most items retrieved.")
-    namespace: str | None = Field(default=None, description="Namespace passed to retrieve (runtime['memory_namespace'] overrides).")
+    namespace: str | tuple[str, ...] | None = Field(
+        default=None,
+        description="Namespace passed to retrieve, a string or a list of segments ([user, '42'] is 'user/42'); "
+        "runtime['memory_namespace'] overrides.",
+    )
     input_key: str = Field(default="input", description="State key of the current user message (the query).")
     state_key: str = Field(default="messages", description="History key; its last user message is the query when input is absent.")
     store: Any = Field(default=None, description="A MemoryStore object (Python only); default: the pipeline's memory store.")

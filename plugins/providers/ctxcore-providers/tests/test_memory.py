@@ -240,3 +240,14 @@ class TestMemoryFileContract(ProviderContract):
 
     def make_provider(self) -> MemoryFile:
         return MemoryFile(MemoryFileConfig(workspace=str(Path(__file__).parent)))
+
+
+def test_yaml_namespace_as_segments() -> None:
+    """memory_recall's namespace may be a list of segments in YAML; it reaches the store as a tuple."""
+    store = WordStore()
+    store.record("team notes on green tea", namespace=("team", "7"))
+    config = MemoryRecallConfig.model_validate({"namespace": ["team", "7"], "store": store})
+    assert config.namespace == ("team", "7")
+    p = MemoryRecall(config)
+    p.get_messages({"input": "green tea"}, {})
+    assert store.queries[-1][2] == ("team", "7")
