@@ -395,3 +395,28 @@ class TestMissingPlugin:
         finally:
             monkeypatch.delenv("CTXCORE_BLOCK_PLUGINS")
             reset_default_host()
+
+
+class TestReferenceEdges:
+    """Edge cases the reference code documents."""
+
+    def test_no_limit_keeps_everything(self) -> None:
+        """max_messages=None and max_tokens=None return the messages unchanged."""
+        assert _texts(compat.MaxMessagesFilter(None).apply(_HISTORY)) == _texts(_HISTORY)
+        assert _texts(compat.TokenBudgetFilter(None).apply(_HISTORY)) == _texts(_HISTORY)
+
+    def test_empty_query_lists_the_namespace(self, tmp_path: Path) -> None:
+        """SimpleStore.retrieve('') lists the namespace's memories by id, up to limit."""
+        store = compat.SimpleStore(str(tmp_path / "m.json"))
+        for key in ("b", "a", "c"):
+            store.record(f"memory {key}", key=key)
+        assert [i["id"] for i in store.retrieve("", limit=2)] == ["a", "b"]
+
+    def test_ctx_working_memory(self) -> None:
+        """StateHistoryProvider uses ctx.working_memory when it has none of its own."""
+        class LastOnly:
+            def build_view(self, messages):
+                return list(messages)[-1:]
+
+        out = compat.StateHistoryProvider().get_messages([human("a"), ai("b")], None, types.SimpleNamespace(working_memory=LastOnly()))
+        assert _texts(out) == ["b"]

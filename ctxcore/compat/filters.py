@@ -48,15 +48,17 @@ def _messages(messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
 class MaxMessagesFilter:
     """Keep the leading pinned roles plus the newest ``max_messages`` other messages, by whole units."""
 
-    def __init__(self, max_messages: int, pinned_roles: Sequence[str] = ("system",)) -> None:
+    def __init__(self, max_messages: int | None, pinned_roles: Sequence[str] = ("system",)) -> None:
         self.max_messages = max_messages
         self.pinned_roles = tuple(pinned_roles)
-        self._native = create("filter", "max_messages", {"max_messages": max_messages, "pinned_roles": self.pinned_roles},
-                              for_="MaxMessagesFilter")
+        self._native = None if max_messages is None else create(
+            "filter", "max_messages", {"max_messages": max_messages, "pinned_roles": self.pinned_roles}, for_="MaxMessagesFilter")
 
     def apply(self, messages: Sequence[Message | Mapping[str, Any]], local_state: Any = None, global_state: Any = None,
               ctx: Any | None = None, **kwargs: Any) -> list[Message]:
-        """The trimmed list (a new list; the input is not changed)."""
+        """The trimmed list (a new list; the input is not changed); ``max_messages=None`` keeps everything."""
+        if self._native is None:
+            return _messages(messages)
         return list(self._native.apply(_messages(messages), local_state if isinstance(local_state, FilterContext) else None))
 
 
@@ -67,14 +69,15 @@ class TokenBudgetFilter:
     token), as in the reference. Counts are cached per message content.
     """
 
-    def __init__(self, max_tokens: int, token_counter: Any | None = None, pinned_roles: Sequence[str] = ("system",),
+    def __init__(self, max_tokens: int | None, token_counter: Any | None = None, pinned_roles: Sequence[str] = ("system",),
                  trim_from_start: bool = True) -> None:
         self.max_tokens = max_tokens
         self.token_counter = token_counter or SimpleTokenCounter()
         self.pinned_roles = tuple(pinned_roles)
         self.trim_from_start = trim_from_start
-        self._native = create("filter", "token_budget", {"max_tokens": max_tokens, "pinned_roles": self.pinned_roles,
-                                                         "trim_from_start": trim_from_start}, for_="TokenBudgetFilter")
+        self._native = None if max_tokens is None else create(
+            "filter", "token_budget", {"max_tokens": max_tokens, "pinned_roles": self.pinned_roles,
+                                       "trim_from_start": trim_from_start}, for_="TokenBudgetFilter")
         self._counter = CachedCounter(self.token_counter)
 
     def apply(self, messages: Sequence[Message | Mapping[str, Any]], local_state: Any = None, global_state: Any = None,
@@ -84,6 +87,8 @@ class TokenBudgetFilter:
         Raises:
             BudgetExceeded: the pinned prefix and the newest unit alone exceed ``max_tokens``.
         """
+        if self._native is None:  # max_tokens=None: no budget, as in the reference
+            return _messages(messages)
         if isinstance(local_state, FilterContext):  # inside a native ContextBuilder
             context = FilterContext(counter=self._counter, budget=self.max_tokens, runtime=local_state.runtime,
                                     report=local_state.report, step_id=local_state.step_id)

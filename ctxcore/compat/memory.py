@@ -59,10 +59,12 @@ class _LongTermMemory:
         return {"results": [_result(i) for i in items]}
 
     def retrieve(self, query: Any, *, limit: int = 5, namespace: Namespace | str | None = None, **kwargs: Any) -> list[dict[str, Any]]:
-        """The best matches for ``query`` in the namespace, best first (``[]`` for an empty query)."""
+        """The best matches for ``query`` in the namespace, best first; an empty query lists the namespace by id."""
         text = query if isinstance(query, str) else str(query)
-        if not text.strip():
-            return []
+        if not text.strip():  # the reference lists the namespace for an empty query (by id)
+            every = getattr(self._native, "all_items", None)
+            items = sorted(every(namespace=namespace), key=lambda i: i.id) if callable(every) else []
+            return [_result(i) for i in items[:limit]]
         return [_result(i) for i in self._native.retrieve(text, limit=limit, namespace=namespace)]
 
     def format_retrieved(self, retrieved: Sequence[Mapping[str, Any]], **kwargs: Any) -> str:

@@ -94,8 +94,8 @@ class StateHistoryProvider(_Provider):
     Earlier assistant tool calls are marked ``semantic_kind = "self_tool_plan"``
     and tool results ``"tool_observation"``, with one "History semantics"
     system note before them, as in the reference. ``working_memory`` (an object
-    with ``build_view(messages)``) reshapes the history; ``ctx.working_memory``
-    is not consulted (pass it here).
+    with ``build_view(messages)``), else ``ctx.working_memory``, reshapes the
+    history; a failing ``build_view`` raises (the reference logs and skips it).
     """
 
     def __init__(self, state_key: str = "messages", working_memory: Any | None = None) -> None:
@@ -103,6 +103,14 @@ class StateHistoryProvider(_Provider):
         self.working_memory = working_memory
         self._native = create("provider", "history", {"state_key": state_key, "working_memory": working_memory},
                               for_="StateHistoryProvider")
+
+    def get_messages(self, local_state: Any = None, global_state: Any = None, ctx: Any | None = None) -> list[Message]:
+        """The annotated history; ``ctx.working_memory`` is used when the provider has none of its own."""
+        runtime = _runtime(global_state, ctx)
+        wm = getattr(ctx, "working_memory", None) if not isinstance(ctx, Mapping) else None
+        if self.working_memory is None and wm is not None and "working_memory" not in runtime:
+            runtime = {**runtime, "working_memory": wm}
+        return list(self._native.get_messages(_state(local_state, self._state_key), runtime))
 
 
 class BootstrapFilesProvider(_Provider):
