@@ -175,17 +175,25 @@ class _Memo:
                 self._by_first.popitem(last=False)
 
 
-def audit_plans(before: Sequence[Message], after: Sequence[Message], mutable_sources: Sequence[str] | None = None) -> list[str]:
+def audit_plans(before: Sequence[Message], after: Sequence[Message], mutable_sources: Sequence[str] | None = None,
+                mutable_ids: Sequence[str] | None = None) -> list[str]:
     """Problems found comparing two plans: anything outside the mutable parts that changed.
 
-    Protected messages, and dynamic messages whose source is not in
-    ``mutable_sources`` (when given), must appear in ``after`` unchanged and in
-    the same order as in ``before``. Returns an empty list when the plans agree.
+    Protected messages, dynamic messages whose source is not in
+    ``mutable_sources`` (when given) and messages of ``before`` whose id is not
+    in ``mutable_ids`` (when given; the ContextPlan design's
+    ``mutableFragmentIds``) must appear in ``after`` unchanged and in the same
+    order as in ``before``. A message new in ``after`` is fixed unless a rule
+    allows its source. Returns an empty list when the plans agree.
     """
     mutable = set(mutable_sources) if mutable_sources is not None else None
+    ids = set(mutable_ids) if mutable_ids is not None else None
+    before_ids = {m.id for m in before} if ids is not None else set()
 
     def fixed(m: Message) -> bool:
-        return m.zone == "protected" or (mutable is not None and m.source not in mutable)
+        if m.zone == "protected" or (mutable is not None and m.source not in mutable):
+            return True
+        return ids is not None and m.id in before_ids and m.id not in ids
 
     old = [(m.source, m.role, m.fingerprint) for m in before if fixed(m)]
     new = [(m.source, m.role, m.fingerprint) for m in after if fixed(m)]
@@ -261,13 +269,18 @@ class Compaction:
     def _check_only(self, messages: list[Message], budget: int, ctx: FilterContext) -> list[Message]:
         if self.config.mode == "audit":
             key = str(ctx.runtime.get("thread_id", ""))
-            previous = self._plans.get(key)
+            original = ctx.runtime.get("audit_original")  # trusted originals given by the caller win
+            if original is not None and not all(isinstance(m, Message) for m in original):
+                raise ValueError("runtime['audit_original'] must be a list of Messages (the trusted original plan)")
+            previous = list(original) if original is not None else self._plans.get(key)
             self._plans[key] = messages
-            problems = audit_plans(previous, messages, self.config.mutable_sources) if previous is not None else []
+            mutable_ids = ctx.runtime.get("mutable_ids", self.config.mutable_ids)
+            problems = (audit_plans(previous, messages, self.config.mutable_sources, mutable_ids)
+                        if previous is not None else [])
             if problems:
                 raise PlanAuditError(
                     f"filter '{ctx.step_id}': plans differ outside the mutable parts: {'; '.join(problems)} "
-                    "(declare the source in mutable_sources if it may change)"
+                    "(declare the source in mutable_sources, or the message id in mutable_ids, if it may change)"
                 )
         total = ctx.counter.count_messages(messages)
         if total > budget:

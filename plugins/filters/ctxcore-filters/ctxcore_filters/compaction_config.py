@@ -144,6 +144,8 @@ class CompactionConfig(BaseModel):
     on_overflow: Literal["raise", "warn"] = Field(default="raise", description="Still over budget after every step.")
     on_error: Literal["warn", "raise"] = Field(default="warn", description="A summarizer or selector failed.")
     mutable_sources: list[str] | None = Field(default=None, description="audit: sources allowed to change (default: any dynamic).")
+    mutable_ids: list[str] | None = Field(
+        default=None, description="audit: ids of the original messages allowed to change (runtime['mutable_ids'] wins).")
     max_model_calls: int | None = Field(
         default=None, ge=0,
         description="Model calls the run has left, the final answer included (runtime['model_calls_left'] wins); "

@@ -253,3 +253,27 @@ class TestConsolidationBoundary:
         assert rest[0].role == "user" and rest[-1].text == msgs[-1].text  # starts on a user turn; the newest is kept
         folded = len(msgs) - 1 - len(rest)
         assert folded % 2 == 0  # whole turns (a question and its answer each)
+
+
+class TestAuditInputs:
+    """Fragment-level audit inputs: trusted originals (runtime['audit_original']) and mutable ids."""
+
+    def test_only_declared_ids_may_change(self) -> None:
+        """Against the caller's originals, a change to a message not in mutable_ids fails; a declared one passes."""
+        from ctxcore_filters import PlanAuditError
+
+        original = [system("rules"), human("old question", id="q1"), ai("old answer", id="a1"), human("now", id="q2")]
+        processed = [original[0], human("[summary of q1/a1]"), original[3]]
+        f = Compaction(mode="audit", max_tokens=100_000)
+        runtime = {"audit_original": original, "mutable_ids": ["q1", "a1"]}
+        assert f.apply(processed, context(runtime)) == processed
+        with pytest.raises(PlanAuditError, match="mutable_ids"):
+            f.apply(processed, context({"audit_original": original, "mutable_ids": ["q1"]}))
+
+    def test_config_ids_and_bad_originals(self) -> None:
+        """mutable_ids may be configured; audit_original must hold Messages."""
+        original = [human("a", id="x"), human("b", id="y")]
+        f = Compaction(mode="audit", max_tokens=100_000, mutable_ids=["x"])
+        assert f.apply([human("a2"), original[1]], context({"audit_original": original}))
+        with pytest.raises(ValueError, match="audit_original"):
+            f.apply(original, context({"audit_original": [{"role": "user", "content": "a"}]}))
