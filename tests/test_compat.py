@@ -420,3 +420,11 @@ class TestReferenceEdges:
 
         out = compat.StateHistoryProvider().get_messages([human("a"), ai("b")], None, types.SimpleNamespace(working_memory=LastOnly()))
         assert _texts(out) == ["b"]
+
+
+def test_bad_option_names_the_compat_class() -> None:
+    """An option the native component refuses is a ConfigError naming the compat class and the option."""
+    from ctxcore import ConfigError
+
+    with pytest.raises(ConfigError, match=r"ctxcore.compat.MaxMessagesFilter max_messages: .*greater than or equal to 0"):
+        compat.MaxMessagesFilter(-1)

@@ -60,7 +60,8 @@ def create(kind: str, name: str, options: Mapping[str, Any] | None = None, *, fo
     try:
         config = component.validate(dict(options or {}))
     except ValidationError as exc:
-        issues = [ConfigIssue(f"{for_}: {'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}")
+        issues = [ConfigIssue(f"{e['msg']} (option of the {kind} {name!r} it is built on)",
+                              path=".".join(str(p) for p in e["loc"]) or "options", file=f"ctxcore.compat.{for_}")
                   for e in exc.errors(include_url=False)]
         raise ConfigError(issues) from None
     return component.create(config)
