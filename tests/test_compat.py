@@ -428,3 +428,169 @@ def test_bad_option_names_the_compat_class() -> None:
 
     with pytest.raises(ConfigError, match=r"ctxcore.compat.MaxMessagesFilter max_messages: .*greater than or equal to 0"):
         compat.MaxMessagesFilter(-1)
+
+
+# ------------------------------------------------------------- 004 ChachaAgent
+# 004 "5. ContextManager 使用示例": 基本初始化, 注入各类内容, 组装上下文, 完整示例, build_system_prompt, 消息格式互转
+EXAMPLE_CHACHA_INIT = '''
+from core.context_manager import ContextManager
+from core.models.config import ContextConfig
+
+# 使用默认配置（max_tokens=1048576, trigger_ratio=0.8）
+mgr = ContextManager()
+
+# 或自定义配置
+mgr = ContextManager(ContextConfig(
+    max_tokens=200_000,
+    compression_trigger_ratio=0.75,
+    enable_summarization=True,
+))
+'''
+EXAMPLE_CHACHA_INJECT = '''
+# —— protected zone（永不截断）——
+mgr.set_system_prompt("你是 ChachaAgent...")
+mgr.set_static_rules(chacha_md_content)           # CHACHA.md 宪法
+mgr.set_global_permanent_memory(user_memory)       # ~/.chacha/USER_MEMORY.md
+mgr.set_permanent_memory(project_permanent_memory) # CHACHA_MEMORY.md
+mgr.set_skills(tool_schemas)                       # 工具/技能定义
+
+# —— dynamic zone（可压缩）——
+mgr.set_memory_index(memory_md_content)           # MEMORY.md 轻量索引
+mgr.set_session_memory(today_session_text)         # 今日会话记忆
+'''
+EXAMPLE_CHACHA_ASSEMBLE = '''
+from core.models.session import ConversationState
+
+state = ConversationState()  # 从对话历史构建
+
+ctx = mgr.assemble(
+    state=state,
+    session_id="abc-123",
+    static_rules=None,           # None → 使用已注入的
+    skills=None,
+    memory_content=None,
+    additional_contexts=None,    # 钩子注入的额外 ContextBlock
+)
+
+# 检查压缩状态
+print(f"Token: {ctx.meta.total_tokens}/{ctx.meta.budget_per_request}")
+print(f"利用率: {ctx.meta.utilization_ratio:.1%}")
+print(f"需压缩: {ctx.needs_compression}")
+print(f"推荐级别: {ctx.recommended_level}")
+
+# 转为 OpenAI 消息格式
+messages = ContextManager.blocks_to_messages(ctx)
+'''
+EXAMPLE_CHACHA_FULL = '''
+from core.context_manager import ContextManager
+from core.models.config import ContextConfig
+from core.models.session import ConversationState, MessageEvent
+
+# 1. 初始化
+mgr = ContextManager(ContextConfig(max_tokens=500_000, compression_trigger_ratio=0.8))
+mgr.set_system_prompt("你是 ChachaAgent，一个 AI 助手。")
+mgr.set_static_rules("--- 项目宪法 ---\\n- 代码风格: PEP 8")
+mgr.set_permanent_memory("### 关键决策\\n- 使用 SQLite 数据库")
+mgr.set_memory_index("### 用户偏好\\n- 偏好简洁回复")
+
+# 2. 构建对话状态
+state = ConversationState()
+state.add_event(MessageEvent(source="user", role="user", content="帮我写一个 hello world"))
+
+# 3. 组装
+ctx = mgr.assemble(state, session_id="demo-1")
+messages = ContextManager.blocks_to_messages(ctx)
+
+# 4. 发送给 LLM Invoker
+# response = await invoker.invoke(messages=messages, session_id="demo-1")
+'''
+EXAMPLE_CHACHA_SYSTEM_PROMPT = '''
+from core.context_manager import ContextManager
+from core.context.memory_manager import MemoryManager
+
+system_prompt = ContextManager.build_system_prompt(
+    project_root="/path/to/project",
+    base_prompt="你是 ChachaAgent...",
+    memory_manager=MemoryManager(project_root="/path/to/project"),
+)
+'''
+EXAMPLE_CHACHA_CONVERT = '''
+# AssembledContext → OpenAI 消息列表
+messages = ContextManager.blocks_to_messages(ctx)
+
+# OpenAI 消息列表 → ConversationState（用于恢复对话）
+state = ContextManager.messages_to_state(
+    messages,
+    session_id="restored-session",
+    project_id="my-project",
+)
+'''
+
+_CHACHA_ALIASES = ("core", "core.context_manager", "core.models", "core.models.config", "core.models.session",
+                   "core.context", "core.context.memory_manager")
+
+
+@pytest.fixture
+def chacha_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Make ChachaAgent's import paths resolve to ctxcore.compat."""
+    for name in _CHACHA_ALIASES:
+        module = types.ModuleType(name)
+        module.__dict__.update({k: getattr(compat, k) for k in compat.__all__})
+        monkeypatch.setitem(sys.modules, name, module)
+    yield
+
+
+@pytest.mark.usefixtures("chacha_imports")
+class TestChachaExamples:
+    """004: the ContextManager usage section, run as written."""
+
+    def test_full_example(self) -> None:
+        """The complete example: protected blocks as system messages, the memory index as data, then the user."""
+        ns = run(EXAMPLE_CHACHA_FULL)
+        roles = [m["role"] for m in ns["messages"]]
+        assert roles == ["system", "system", "system", "user", "user"]
+        assert ns["messages"][0]["content"] == "你是 ChachaAgent，一个 AI 助手。"
+        assert "偏好简洁回复" in ns["messages"][3]["content"] and ns["messages"][-1]["content"] == "帮我写一个 hello world"
+        ctx = ns["ctx"]
+        assert ctx.meta.budget_per_request == 500_000 and 0 < ctx.meta.total_tokens < 200
+        assert ctx.needs_compression is False and ctx.recommended_level.name == "NONE"
+        assert ctx.meta.session_id == "demo-1"
+
+    def test_init_inject_assemble_convert(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """The initialisation, injection, assembly and conversion blocks run in sequence as documented."""
+        ns = run(EXAMPLE_CHACHA_INIT)
+        assert ns["mgr"].config.max_tokens == 200_000 and ns["mgr"].config.compression_trigger_ratio == 0.75
+        tools = [{"type": "function", "function": {"name": "read_file", "description": "Read a file."}}]
+        ns.update(chacha_md_content="- 代码风格: PEP 8", user_memory="- 用户喜欢中文", project_permanent_memory="- 使用 SQLite",
+                  tool_schemas=tools, memory_md_content="- 偏好简洁", today_session_text="- 今天修了 bug")
+        run(EXAMPLE_CHACHA_INJECT, **ns)
+        ns = run(EXAMPLE_CHACHA_ASSEMBLE, **ns)
+        out = capsys.readouterr().out
+        assert "需压缩: False" in out and "推荐级别: PressureLevel.NONE" in out and "/200000" in out
+        texts = [m["content"] for m in ns["messages"]]
+        assert [m["role"] for m in ns["messages"]][:5] == ["system"] * 5 and "read_file" in texts[4]
+        assert all(m["role"] == "user" for m in ns["messages"][5:])  # memory index and session memory: data, not system
+        converted = run(EXAMPLE_CHACHA_CONVERT, **ns)["state"]
+        assert converted.session_id == "restored-session" and converted.project_id == "my-project"
+        assert converted.events == []  # the manager's own blocks are not conversation; the state had none
+        ns["state"].add_event(compat.MessageEvent(source="user", role="user", content="继续"))
+        again = compat.ContextManager.messages_to_state(compat.ContextManager.blocks_to_messages(ns["mgr"].assemble(ns["state"])))
+        assert [(e.role, e.content) for e in again.events] == [("user", "继续")]
+
+    def test_pressure_from_a_full_window(self) -> None:
+        """A conversation filling most of the window needs compression, at the level of the reference table."""
+        mgr = compat.ContextManager(compat.ContextConfig(max_tokens=1000, compression_trigger_ratio=0.8))
+        state = compat.ConversationState()
+        state.add_event(compat.MessageEvent(source="user", role="user", content="word " * 850))
+        ctx = mgr.assemble(state)
+        assert ctx.needs_compression and 0.8 < ctx.meta.utilization_ratio <= 0.95
+        assert ctx.recommended_level.name == "SUMMARIZED"
+
+    def test_build_system_prompt(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """build_system_prompt runs as written (a missing project gives the base prompt) and reads files natively."""
+        assert run(EXAMPLE_CHACHA_SYSTEM_PROMPT)["system_prompt"] == "你是 ChachaAgent..."
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        (tmp_path / "CHACHA.md").write_text("- 代码风格: PEP 8")
+        (tmp_path / "MEMORY.md").write_text("- 偏好简洁")
+        prompt = compat.ContextManager.build_system_prompt(str(tmp_path), base_prompt="base")
+        assert prompt.startswith("base\n\n") and "## CHACHA.md" in prompt and "偏好简洁" in prompt

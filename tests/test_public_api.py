@@ -251,16 +251,22 @@ PRE_REDESIGN_ALL = [
 ]
 
 EXPECTED_COMPAT_ALL = [
+    "AssembledContext",
     "BootstrapFilesProvider",
+    "ContextConfig",
     "ContextFilter",
+    "ContextManager",
+    "ConversationState",
     "FileCheckpointer",
     "HFTokenCounter",
     "InMemoryCheckpointer",
     "MaxMessagesFilter",
     "Mem0LongTermMemory",
     "MemoryAddTool",
+    "MemoryManager",
     "MemorySearchTool",
     "Message",
+    "MessageEvent",
     "MessageProvider",
     "NullCheckpointer",
     "SimpleStore",

@@ -17,6 +17,14 @@ pipeline, runtime); not its siblings ``tools`` and ``testing``, nor ``cli``.
 
 from __future__ import annotations
 
+from ctxcore.compat.chacha import (
+    AssembledContext,
+    ContextConfig,
+    ContextManager,
+    ConversationState,
+    MemoryManager,
+    MessageEvent,
+)
 from ctxcore.compat.checkpointers import FileCheckpointer, InMemoryCheckpointer, NullCheckpointer
 from ctxcore.compat.counters import HFTokenCounter, SimpleTokenCounter, TiktokenTokenCounter
 from ctxcore.compat.filters import MaxMessagesFilter, TokenBudgetFilter
@@ -32,16 +40,22 @@ from ctxcore.compat.providers import (
 )
 
 __all__ = [
+    "AssembledContext",
     "BootstrapFilesProvider",
+    "ContextConfig",
     "ContextFilter",
+    "ContextManager",
+    "ConversationState",
     "FileCheckpointer",
     "HFTokenCounter",
     "InMemoryCheckpointer",
     "MaxMessagesFilter",
     "Message",
+    "MessageEvent",
     "MessageProvider",
     "Mem0LongTermMemory",
     "MemoryAddTool",
+    "MemoryManager",
     "MemorySearchTool",
     "NullCheckpointer",
     "SimpleStore",
