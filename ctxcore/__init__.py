@@ -15,6 +15,7 @@ author's surface), ``plugins``, ``pipeline``, ``runtime``, ``tools`` and
 from ctxcore.engine.budget import CachedCounter, CountCache, FilterContext, ModelBudget
 from ctxcore.engine.builder import BuiltContext, ContextBuilder, Step
 from ctxcore.engine.counting import MessageCounter
+from ctxcore.engine.pressure import PressureLevel, recommended_level
 from ctxcore.engine.protocols import (
     Checkpointer,
     Filter,
@@ -115,6 +116,7 @@ __all__ = [
     "Pipeline",
     "PipelineSpec",
     "PluginError",
+    "PressureLevel",
     "PluginHost",
     "PluginInfo",
     "Provider",
@@ -139,6 +141,7 @@ __all__ = [
     "human",
     "legal_start",
     "messages_from_anthropic",
+    "recommended_level",
     "sanitize_tool_call_history",
     "system",
     "to_anthropic",

@@ -99,13 +99,15 @@ class BudgetExceeded(CtxError):
 
     Carries the build report (a :class:`ctxcore.engine.report.BuildReport`, typed
     ``Any`` here so this module imports nothing above it) so the caller can see
-    what took the space.
+    what took the space. ``unit`` is ``"tokens"``, or ``"chars"`` for the model
+    budget's character limits (``max_input_chars``, ``max_schema_chars``).
     """
 
-    def __init__(self, message: str, *, budget: int, required: int, report: Any = None) -> None:
+    def __init__(self, message: str, *, budget: int, required: int, report: Any = None, unit: str = "tokens") -> None:
         self.budget = budget
         self.required = required
         self.report = report
+        self.unit = unit
         super().__init__(message)
 
 

@@ -54,10 +54,11 @@ class TestInputs:
                 memory_text(bad)
 
     def test_namespace_rules(self) -> None:
-        """None is 'default'; empty, NUL, over-long and non-string namespaces are refused."""
+        """None is 'default'; a tuple is its '/'-joined path; empty, NUL, over-long and non-string namespaces are refused."""
         assert resolve_namespace(None) == DEFAULT_NAMESPACE
         assert resolve_namespace("user/42") == "user/42"
-        for bad in ("", "a\x00b", "n" * 257, ("a",)):
+        assert resolve_namespace(("user", "42")) == "user/42" and resolve_namespace(("a",)) == "a"
+        for bad in ("", "a\x00b", "n" * 257, (), ("a", ""), ("a/b",), ("a", 1), ["a"]):
             with pytest.raises(ValueError):
                 resolve_namespace(bad)  # type: ignore[arg-type]
 

@@ -1,7 +1,8 @@
 """The public surfaces are pinned (langchain's EXPECTED_ALL style): a change to them is a deliberate edit here.
 
 ``ctxcore.__all__`` is the user's surface, ``ctxcore.kit.__all__`` the plugin
-author's, ``ctxcore.testing.contracts.__all__`` the contract suites. Every name
+author's, ``ctxcore.testing.contracts.__all__`` the contract suites,
+``ctxcore.compat.__all__`` the reference systems' names (docs/porting.md). Every name
 must resolve, and the names ``ctxcore.__all__`` had before the layered
 redesign must all still be importable from ``ctxcore``.
 """
@@ -47,6 +48,7 @@ EXPECTED_CTXCORE_ALL = [
     "PluginError",
     "PluginHost",
     "PluginInfo",
+    "PressureLevel",
     "PromptRuntimeContext",
     "Provider",
     "Registry",
@@ -74,6 +76,7 @@ EXPECTED_CTXCORE_ALL = [
     "human",
     "legal_start",
     "messages_from_anthropic",
+    "recommended_level",
     "sanitize_tool_call_history",
     "system",
     "to_anthropic",
@@ -250,7 +253,43 @@ PRE_REDESIGN_ALL = [
     "validate_request",
 ]
 
+EXPECTED_COMPAT_ALL = [
+    "AssembledContext",
+    "BootstrapFilesProvider",
+    "ContextConfig",
+    "ContextFilter",
+    "ContextManager",
+    "ConversationState",
+    "FileCheckpointer",
+    "HFTokenCounter",
+    "InMemoryCheckpointer",
+    "MaxMessagesFilter",
+    "Mem0LongTermMemory",
+    "MemoryAddTool",
+    "MemoryManager",
+    "MemorySearchTool",
+    "Message",
+    "MessageEvent",
+    "MessageProvider",
+    "NullCheckpointer",
+    "SimpleStore",
+    "SimpleTokenCounter",
+    "SkillSetPromptProvider",
+    "StateHistoryProvider",
+    "StaticPromptProvider",
+    "TiktokenTokenCounter",
+    "TokenBudgetFilter",
+    "TokenCounterProtocol",
+    "ToolsDescProvider",
+    "ai",
+    "create_memory_tools",
+    "human",
+    "system",
+    "tool",
+]
+
 SURFACES = {
+    "ctxcore.compat": EXPECTED_COMPAT_ALL,
     "ctxcore": EXPECTED_CTXCORE_ALL,
     "ctxcore.kit": EXPECTED_KIT_ALL,
     "ctxcore.testing.contracts": EXPECTED_CONTRACTS_ALL,

@@ -37,12 +37,20 @@ class ModelBudget:
     context_window: int
     reserve_output_tokens: int = 0
     safety_margin: int = 0
+    #: most characters of message text (contents, tool-call names and arguments) a request may hold.
+    max_input_chars: int | None = None
+    #: most characters of the tool schemas (compact JSON) a request may carry.
+    max_schema_chars: int | None = None
 
     def __post_init__(self) -> None:
         if self.context_window <= 0:
             raise ValueError("context_window must be positive")
         if self.reserve_output_tokens < 0 or self.safety_margin < 0:
             raise ValueError("reserve_output_tokens and safety_margin must be >= 0")
+        for name in ("max_input_chars", "max_schema_chars"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a whole number >= 0 or None, got {value!r}")
         if self.reserve_output_tokens + self.safety_margin >= self.context_window:
             raise ValueError("reserve_output_tokens plus safety_margin must be smaller than context_window")
 

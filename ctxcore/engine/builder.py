@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 
 from ctxcore.engine.budget import CachedCounter, FilterContext, ModelBudget
+from ctxcore.engine.char_budget import check_input_chars, check_schema_chars
 from ctxcore.engine.lazy import (
     LazyMessages,
     MessageChain,
@@ -361,6 +362,11 @@ class ContextBuilder:
             tools.extend(extra)
         return tools
 
+    def _tool_tokens(self, tools: list[Mapping[str, Any]], report: BuildReport | None = None) -> int:
+        if self.budget is not None and self.budget.max_schema_chars is not None:
+            check_schema_chars(tools, self.budget.max_schema_chars, report)
+        return self.counter.count_tools(tools) if tools else 0
+
     def _sanitize(self, messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
         if self.target.sanitize == "off":
             return messages
@@ -409,7 +415,7 @@ class ContextBuilder:
     ) -> BuiltContext:
         origin = messages
         tools = self._tools(state)
-        tool_tokens = self.counter.count_tools(tools) if tools else 0
+        tool_tokens = self._tool_tokens(tools, report)
         budget = None
         if self.budget is not None:
             budget = self.budget.max_input_tokens - tool_tokens
@@ -434,6 +440,8 @@ class ContextBuilder:
             validate_request(messages, self.target.provider)  # includes the pairing check
         elif self.check_pairing:
             check_tool_pairing(messages)
+        if self.budget is not None and self.budget.max_input_chars is not None:
+            check_input_chars(messages, self.budget.max_input_chars, report)
         tokens = [self.counter.count_message(m) for m in messages]
         report.tool_tokens = tool_tokens
         report.total_tokens = sum(tokens) + self.counter.priming + tool_tokens

@@ -170,11 +170,11 @@ class MemoryStore(Protocol):
     agent, ``None`` for ``"default"``) isolates them. See docs/memory.md.
     """
 
-    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def record(self, inputs: Any, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """Store ``inputs`` (text or messages) under ``namespace``; ``metadata=``, ``id=`` (upsert)."""
         ...
 
-    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def retrieve(self, query: str, limit: int = 5, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """The ``limit`` items of ``namespace`` most relevant to ``query``, best first; ``filters=``."""
         ...
 
@@ -182,7 +182,7 @@ class MemoryStore(Protocol):
         """Render retrieved items as text for the prompt."""
         ...
 
-    def delete(self, item: Any, namespace: str | None = None) -> None:
+    def delete(self, item: Any, namespace: str | tuple[str, ...] | None = None) -> None:
         """Remove an item (a MemoryItem or its id) from ``namespace``; unknown ids are ignored."""
         ...
 
@@ -191,15 +191,15 @@ class MemoryStore(Protocol):
 class AsyncMemoryStore(Protocol):
     """Async variants of the memory calls."""
 
-    async def arecord(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    async def arecord(self, inputs: Any, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """Async form of :meth:`MemoryStore.record`."""
         ...
 
-    async def aretrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    async def aretrieve(self, query: str, limit: int = 5, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """Async form of :meth:`MemoryStore.retrieve`."""
         ...
 
-    async def adelete(self, item: Any, namespace: str | None = None) -> None:
+    async def adelete(self, item: Any, namespace: str | tuple[str, ...] | None = None) -> None:
         """Async form of :meth:`MemoryStore.delete`."""
         ...
 

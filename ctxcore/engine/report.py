@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ctxcore.engine.lazy import structure_of
+from ctxcore.engine.pressure import LEVEL_OF_STAGE, PressureLevel, recommended_level
 from ctxcore.model.messages import Message
 from ctxcore.model.transactions import group_units
 
@@ -203,6 +204,23 @@ class BuildReport:
         if not self.budget:
             return None
         return self.total_tokens / self.budget
+
+    @property
+    def pressure_level(self) -> PressureLevel | None:
+        """The pressure this request was under: the deepest compaction level applied, or what its utilization calls for.
+
+        ``max(recommended_level(utilization), level of each compression stage)``;
+        ``None`` without a budget. See :mod:`ctxcore.engine.pressure`.
+        """
+        utilization = self.utilization
+        if utilization is None:
+            return None
+        level = recommended_level(utilization)
+        for c in self.compressions:
+            applied = LEVEL_OF_STAGE.get(c.stage)
+            if applied is not None and applied.rank > level.rank:
+                level = applied
+        return level
 
     def totals_by(self, key: Literal["source", "zone"]) -> dict[str, dict[str, int]]:
         """Per source (or zone): tokens and messages kept, dropped and compressed."""

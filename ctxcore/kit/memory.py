@@ -54,20 +54,38 @@ def new_memory_id() -> str:
     return uuid.uuid4().hex
 
 
-def resolve_namespace(namespace: str | None) -> str:
-    """``namespace`` checked, or :data:`DEFAULT_NAMESPACE` for ``None``.
+def resolve_namespace(namespace: str | tuple[str, ...] | None) -> str:
+    """``namespace`` checked and in its canonical string form; :data:`DEFAULT_NAMESPACE` for ``None``.
+
+    A tuple names a nested namespace the way the reference memory API does
+    (``("user", "42")``): it is the namespace ``"user/42"``, so every backend
+    stores it in its one namespace column and ``("user", "42")`` and
+    ``"user/42"`` are the same namespace. Tuple segments must be non-empty
+    strings without ``/`` (else two tuples could name one namespace).
 
     Raises:
-        ValueError: not a string, empty, longer than 256 characters or holding NUL.
+        ValueError: not a string or tuple of strings, empty, longer than 256
+            characters, holding NUL, or a tuple segment that is empty or holds ``/``.
     """
     if namespace is None:
         return DEFAULT_NAMESPACE
+    if isinstance(namespace, tuple):
+        namespace = _join_namespace(namespace)
     if not isinstance(namespace, str):
-        raise ValueError(f"namespace must be a string (one user or agent), got {type(namespace).__name__}")
+        raise ValueError(f"namespace must be a string or a tuple of strings (one user or agent), got {type(namespace).__name__}")
     if not namespace or "\x00" in namespace or len(namespace) > MAX_NAMESPACE_LENGTH:
         raise ValueError(f"namespace {namespace[:40]!r} must be 1-{MAX_NAMESPACE_LENGTH} characters without NUL")
     _check_encodable(namespace, "namespace")
     return namespace
+
+
+def _join_namespace(parts: tuple[object, ...]) -> str:
+    if not parts:
+        raise ValueError("namespace tuple is empty; give at least one segment, e.g. ('user', '42')")
+    for i, part in enumerate(parts):
+        if not isinstance(part, str) or not part or "/" in part:
+            raise ValueError(f"namespace tuple segment {i} ({part!r}) must be a non-empty string without '/'")
+    return "/".join(parts)  # type: ignore[arg-type]  # checked above
 
 
 def _check_encodable(text: str, what: str) -> None:
@@ -196,7 +214,7 @@ def check_query(query: Any) -> str:
 
 
 def check_retrieve(
-    store: str, query: Any, limit: int, namespace: str | None, options: dict[str, Any]
+    store: str, query: Any, limit: int, namespace: str | tuple[str, ...] | None, options: dict[str, Any]
 ) -> tuple[str, int, str, dict[str, str]]:
     """The checked arguments of a ``retrieve`` call: (query text, limit, namespace, filters).
 
@@ -216,7 +234,7 @@ def check_retrieve(
     return text, checked_limit, ns, filters
 
 
-def check_record(store: str, inputs: Any, namespace: str | None, options: dict[str, Any]) -> MemoryItem:
+def check_record(store: str, inputs: Any, namespace: str | tuple[str, ...] | None, options: dict[str, Any]) -> MemoryItem:
     """The memory a ``record`` call describes, checked: namespace, text, metadata and id.
 
     ``options`` are the call's extra keywords; ``metadata`` and ``id`` are the
@@ -276,27 +294,27 @@ class MemoryStoreBase:
     Subclasses implement ``record``, ``retrieve`` and ``delete``.
     """
 
-    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:  # pragma: no cover
+    def record(self, inputs: Any, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:  # pragma: no cover
         raise NotImplementedError
 
-    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:  # pragma: no cover
+    def retrieve(self, query: str, limit: int = 5, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:  # pragma: no cover
         raise NotImplementedError
 
-    def delete(self, item: Any, namespace: str | None = None) -> None:  # pragma: no cover
+    def delete(self, item: Any, namespace: str | tuple[str, ...] | None = None) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def format_retrieved(self, items: Sequence[MemoryItem]) -> str:
         """Numbered lines ``1. [id] content (metadata: {...})``; see :func:`format_memories`."""
         return format_memories(items)
 
-    async def arecord(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    async def arecord(self, inputs: Any, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """:meth:`record` in a worker thread, so an event loop never blocks on file I/O."""
         return await asyncio.to_thread(self.record, inputs, namespace, **kw)
 
-    async def aretrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    async def aretrieve(self, query: str, limit: int = 5, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """:meth:`retrieve` in a worker thread."""
         return await asyncio.to_thread(self.retrieve, query, limit, namespace, **kw)
 
-    async def adelete(self, item: Any, namespace: str | None = None) -> None:
+    async def adelete(self, item: Any, namespace: str | tuple[str, ...] | None = None) -> None:
         """:meth:`delete` in a worker thread."""
         await asyncio.to_thread(self.delete, item, namespace)

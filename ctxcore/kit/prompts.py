@@ -132,12 +132,15 @@ class PipelineContext:
             names none). Call it at build time: the store is created after the providers.
         has_memory: whether the pipeline names an enabled memory store (``None``
             outside a pipeline), so a factory that needs one can fail at compile time.
+        context_window: the pipeline's ``model.context_window`` (``None`` outside a
+            pipeline), for options derived from the window (``history``'s ``replay_cap: auto``).
     """
 
     prompts: Mapping[str, str] = field(default_factory=dict)
     registry: Any = None
     memory: Callable[[], Any] = lambda: None
     has_memory: bool | None = None
+    context_window: int | None = None
 
 
 _CONTEXT: contextvars.ContextVar[PipelineContext | None] = contextvars.ContextVar("ctxcore_pipeline_context", default=None)

@@ -69,6 +69,8 @@ class ModelSpec(BaseModel):
     context_window: PositiveInt = 128_000
     reserve_output_tokens: int = Field(default=0, ge=0)
     safety_margin: int = Field(default=0, ge=0)
+    max_input_chars: int | None = Field(default=None, ge=0, description="Most characters of message text a request may hold.")
+    max_schema_chars: int | None = Field(default=None, ge=0, description="Most characters of tool schemas (compact JSON).")
 
     @model_validator(mode="after")
     def _reserve_fits(self) -> ModelSpec:
@@ -228,7 +230,8 @@ class Pipeline:
     def budget(self) -> ModelBudget:
         """The model budget the pipeline declares."""
         model = self.spec.model
-        return ModelBudget(model.context_window, model.reserve_output_tokens, model.safety_margin)
+        return ModelBudget(model.context_window, model.reserve_output_tokens, model.safety_margin,
+                           max_input_chars=model.max_input_chars, max_schema_chars=model.max_schema_chars)
 
     def builder(self) -> ContextBuilder:
         """The compiled builder (created once; its count cache is reused by every build)."""
@@ -241,7 +244,8 @@ class Pipeline:
         created: dict[str, list[Step]] = {}
         memory_spec = self.spec.memory
         context = PipelineContext(self.spec.prompts.overrides(), self.host.registry, lambda: self._memory,
-                                  has_memory=memory_spec is not None and memory_spec.enabled)
+                                  has_memory=memory_spec is not None and memory_spec.enabled,
+                                  context_window=self.spec.model.context_window)
         for slot, _kind, _many in _SLOTS:
             for r in self._steps.get(slot, []):
                 if not r.spec.enabled:

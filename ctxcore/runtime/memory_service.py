@@ -29,7 +29,7 @@ class MemoryService:
         default_limit: how many items ``search`` returns when not told.
     """
 
-    def __init__(self, store: Any, namespace: str | None = None, *, default_limit: int = 5) -> None:
+    def __init__(self, store: Any, namespace: str | tuple[str, ...] | None = None, *, default_limit: int = 5) -> None:
         for method in ("record", "retrieve", "format_retrieved", "delete"):
             if not callable(getattr(store, method, None)):
                 raise TypeError(f"{type(store).__name__} is not a memory store: it has no {method}() method")
@@ -37,18 +37,18 @@ class MemoryService:
         self.namespace = resolve_namespace(namespace)
         self.default_limit = check_limit(default_limit)
 
-    def _ns(self, namespace: str | None) -> str:
+    def _ns(self, namespace: str | tuple[str, ...] | None) -> str:
         return self.namespace if namespace is None else resolve_namespace(namespace)
 
     def _limit(self, limit: int | None) -> int:
         return self.default_limit if limit is None else check_limit(limit)
 
     def add(self, content: Any, *, metadata: Mapping[str, Any] | None = None, id: str | None = None,
-            namespace: str | None = None) -> list[MemoryItem]:
+            namespace: str | tuple[str, ...] | None = None) -> list[MemoryItem]:
         """Record ``content``; returns the stored items (one for the embedded stores)."""
         return list(self.store.record(content, namespace=self._ns(namespace), **_record_kw(metadata, id)))
 
-    def search(self, query: str, *, limit: int | None = None, namespace: str | None = None,
+    def search(self, query: str, *, limit: int | None = None, namespace: str | tuple[str, ...] | None = None,
                filters: Mapping[str, Any] | None = None) -> list[MemoryItem]:
         """The most relevant items for ``query``, best first; ``filters`` match metadata exactly."""
         kw = {"filters": dict(filters)} if filters else {}
@@ -58,12 +58,12 @@ class MemoryService:
         """Render items with the store's own formatting."""
         return str(self.store.format_retrieved(items))
 
-    def delete(self, item: Any, *, namespace: str | None = None) -> None:
+    def delete(self, item: Any, *, namespace: str | tuple[str, ...] | None = None) -> None:
         """Remove ``item`` (a MemoryItem or its id) from the namespace; unknown ids are ignored."""
         self.store.delete(item, namespace=self._ns(namespace))
 
     async def aadd(self, content: Any, *, metadata: Mapping[str, Any] | None = None, id: str | None = None,
-                   namespace: str | None = None) -> list[MemoryItem]:
+                   namespace: str | tuple[str, ...] | None = None) -> list[MemoryItem]:
         """Async :meth:`add`: the store's ``arecord`` if it has one, else ``record`` in a thread."""
         kw = _record_kw(metadata, id)
         ns = self._ns(namespace)
@@ -71,7 +71,7 @@ class MemoryService:
             return list(await self.store.arecord(content, namespace=ns, **kw))
         return list(await asyncio.to_thread(self.store.record, content, namespace=ns, **kw))
 
-    async def asearch(self, query: str, *, limit: int | None = None, namespace: str | None = None,
+    async def asearch(self, query: str, *, limit: int | None = None, namespace: str | tuple[str, ...] | None = None,
                       filters: Mapping[str, Any] | None = None) -> list[MemoryItem]:
         """Async :meth:`search`."""
         kw: dict[str, Any] = {"limit": self._limit(limit), "namespace": self._ns(namespace)}
@@ -81,7 +81,7 @@ class MemoryService:
             return list(await self.store.aretrieve(query, **kw))
         return list(await asyncio.to_thread(self.store.retrieve, query, **kw))
 
-    async def adelete(self, item: Any, *, namespace: str | None = None) -> None:
+    async def adelete(self, item: Any, *, namespace: str | tuple[str, ...] | None = None) -> None:
         """Async :meth:`delete`."""
         ns = self._ns(namespace)
         if hasattr(self.store, "adelete"):

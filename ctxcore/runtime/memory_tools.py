@@ -31,6 +31,7 @@ from pydantic import (
     ValidationError,
 )
 
+from ctxcore.kit.memory import resolve_namespace
 from ctxcore.runtime.memory_service import MemoryService
 
 __all__ = ["MemoryTool", "MemoryTools", "create_memory_tools"]
@@ -195,17 +196,18 @@ class MemoryTools:
         return await self[name].run(arguments)
 
 
-def create_memory_tools(memory: Any, *, namespace: str | None = None, default_limit: int = 5, max_limit: int = 20) -> MemoryTools:
+def create_memory_tools(memory: Any, *, namespace: str | tuple[str, ...] | None = None, default_limit: int = 5, max_limit: int = 20) -> MemoryTools:
     """The ``memory_add`` / ``memory_search`` tools over a store or a :class:`MemoryService`.
 
     Args:
         memory: a ``MemoryStore`` (wrapped in a service for ``namespace``) or a service.
-        namespace: the namespace the tools read and write (a store only; a service keeps its own).
+        namespace: the namespace the tools read and write, a string or a tuple such as
+            ``("user", "42")`` (a store only; a service keeps its own).
         default_limit: results of ``memory_search`` when the model gives no ``limit``.
         max_limit: the largest ``limit`` the model may ask for (larger asks are capped).
     """
     if isinstance(memory, MemoryService):
-        if namespace is not None and namespace != memory.namespace:
+        if namespace is not None and resolve_namespace(namespace) != memory.namespace:
             raise ValueError("namespace= applies to a store; this service is bound to namespace "
                              f"{memory.namespace!r} (create a MemoryService for the other namespace)")
         return MemoryTools(memory, max_limit=max_limit)

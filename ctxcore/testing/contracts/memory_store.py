@@ -212,6 +212,24 @@ class MemoryStoreContract(Contract):
             with pytest.raises(ValueError):
                 store.record("x", namespace=bad)
 
+    def test_tuple_namespace_is_its_joined_path(self, tmp_path: Path) -> None:
+        """A tuple namespace ('user', '42') is the namespace 'user/42', isolated from ('user', '43'), on every call."""
+        store = self._store(tmp_path)
+        item = store.record("the user in tuple namespace 42 likes green tea", namespace=("user", "42"))[0]
+        assert item.namespace == "user/42"
+        assert [i.id for i in store.retrieve("green tea", limit=5, namespace=("user", "42"))] == [item.id]
+        assert [i.id for i in store.retrieve("green tea", limit=5, namespace="user/42")] == [item.id]
+        assert store.retrieve("green tea", limit=5, namespace=("user", "43")) == []
+        store.delete(item, namespace=("user", "42"))
+        assert store.retrieve("green tea", limit=5, namespace="user/42") == []
+
+    def test_bad_tuple_namespace_is_refused(self, tmp_path: Path) -> None:
+        """An empty tuple, or a segment that is empty, not a string or holds '/', raises ValueError."""
+        store = self._store(tmp_path)
+        for bad in ((), ("user", ""), ("user", 42), ("a/b", "c")):
+            with pytest.raises(ValueError):
+                store.record("x", namespace=bad)
+
     # ------------------------------------------------------------------ delete
     def test_delete_by_item_and_by_id(self, tmp_path: Path) -> None:
         """delete accepts the MemoryItem or its id; the memory is then never retrieved."""

@@ -131,7 +131,7 @@ class PostgresMemoryStore(MemoryStoreBase):
         self.db.close()
 
     # ------------------------------------------------------------- contract
-    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def record(self, inputs: Any, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """Store ``inputs`` as one memory; ``metadata=`` labels it, ``id=`` replaces that memory."""
         from psycopg import sql
 
@@ -162,7 +162,7 @@ class PostgresMemoryStore(MemoryStoreBase):
                                     [(seq, json.dumps(k, ensure_ascii=False), canonical_json(v)) for k, v in metadata.items()])
         return [item]
 
-    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def retrieve(self, query: str, limit: int = 5, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """The best full-text matches of any query word (stemmed), in ``namespace``; ``filters=`` match metadata."""
         from psycopg import sql
 
@@ -185,7 +185,7 @@ class PostgresMemoryStore(MemoryStoreBase):
         return [MemoryItem(id=r[0], content=_content(r[1], r[2]), metadata=_load_json(r[3]), namespace=ns,
                            created_at=r[4], score=float(r[5])) for r in rows]
 
-    def delete(self, item: Any, namespace: str | None = None) -> None:
+    def delete(self, item: Any, namespace: str | tuple[str, ...] | None = None) -> None:
         """Remove the memory from ``namespace``; an unknown id changes nothing."""
         from psycopg import sql
 
@@ -196,7 +196,7 @@ class PostgresMemoryStore(MemoryStoreBase):
         with self._conn() as conn:
             conn.execute(sql.SQL("DELETE FROM {} WHERE namespace = %s AND id = %s").format(self._memories), (ns, memory_id))
 
-    def count(self, namespace: str | None = None) -> int:
+    def count(self, namespace: str | tuple[str, ...] | None = None) -> int:
         """How many memories ``namespace`` holds."""
         from psycopg import sql
 

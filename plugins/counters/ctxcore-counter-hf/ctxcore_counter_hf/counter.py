@@ -43,23 +43,31 @@ class TokenizerUnavailable(RuntimeError):
 class HuggingFaceCounter(MessageCounter):
     """Counts with a HuggingFace tokenizer loaded from local files."""
 
-    def __init__(self, path: str | Path, *, chat_template: str | None = None, use_chat_template: bool = True,
-                 image_tokens: int | None = None) -> None:
-        self.path = Path(path)
-        if not self.path.exists():
-            raise TokenizerUnavailable(
-                f"huggingface counter: {self.path} does not exist; give the path of a tokenizer.json file or of a "
-                "local tokenizer directory (ctxcore never downloads tokenizers from the hub)"
-            )
+    def __init__(self, path: str | Path | None = None, *, tokenizer: Any = None, chat_template: str | None = None,
+                 use_chat_template: bool = True, image_tokens: int | None = None) -> None:
+        if (path is None) == (tokenizer is None):
+            raise TokenizerUnavailable("huggingface counter: give exactly one of path= (a local tokenizer file or "
+                                       "directory) or tokenizer= (a tokenizer object already loaded)")
         self.image_tokens = image_tokens
-        self._encode, config = _load(self.path)
+        self.path: Path | None = None
+        if tokenizer is not None:
+            self._encode, config, identity = _from_object(tokenizer)
+        else:
+            self.path = Path(path)  # type: ignore[arg-type]  # not None here
+            if not self.path.exists():
+                raise TokenizerUnavailable(
+                    f"huggingface counter: {self.path} does not exist; give the path of a tokenizer.json file or of a "
+                    "local tokenizer directory (ctxcore never downloads tokenizers from the hub)"
+                )
+            self._encode, config = _load(self.path)
+            identity = str(self.path.resolve())
         template_source = _template_source(chat_template, config) if use_chat_template else None
         self.template: ChatTemplate | None = None
         if template_source:
             self.template = ChatTemplate(template_source, bos_token=_token(config.get("bos_token")),
                                          eos_token=_token(config.get("eos_token")))
         digest = hashlib.blake2b((template_source or "").encode(), digest_size=4).hexdigest()
-        self.name = (f"huggingface:{self.path.resolve()}" + (f"#template-{digest}" if self.template else "")
+        self.name = (f"huggingface:{identity}" + (f"#template-{digest}" if self.template else "")
                      + (f"#image-{image_tokens}" if image_tokens is not None else ""))
         self._base: int | None = None
 
@@ -159,6 +167,32 @@ def _load(path: Path) -> tuple[Callable[[str], list[int]], dict[str, Any]]:
     config.setdefault("bos_token", getattr(tokenizer, "bos_token", None))
     config.setdefault("eos_token", getattr(tokenizer, "eos_token", None))
     return (lambda text: tokenizer.encode(text, add_special_tokens=False)), config
+
+
+def _from_object(tokenizer: Any) -> tuple[Callable[[str], list[int]], dict[str, Any], str]:
+    """Encode function, config and identity of a tokenizer object (transformers or ``tokenizers``)."""
+    encode = getattr(tokenizer, "encode", None)
+    if not callable(encode):
+        raise TokenizerUnavailable(f"huggingface counter: tokenizer= must have an encode() method, got {type(tokenizer).__name__}")
+    config: dict[str, Any] = {}
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, str) and template:
+        config["chat_template"] = template
+    for key in ("bos_token", "eos_token"):
+        value = getattr(tokenizer, key, None)
+        if isinstance(value, str):
+            config[key] = value
+    name = getattr(tokenizer, "name_or_path", None)
+    if not isinstance(name, str) or not name:
+        size = getattr(tokenizer, "get_vocab_size", None)
+        name = f"{type(tokenizer).__name__}-{size() if callable(size) else len(getattr(tokenizer, 'vocab', {}) or {})}"
+
+    def run(text: str) -> list[int]:
+        encoded = encode(text, add_special_tokens=False)
+        ids = getattr(encoded, "ids", encoded)  # tokenizers.Encoding or a list of ids
+        return list(ids)
+
+    return run, config, f"object-{name}"
 
 
 def _from_tokenizer_json(path: Path) -> Callable[[str], list[int]]:

@@ -11,7 +11,7 @@ from ctxcore_counter_hf.config import HuggingFaceConfig
 def _huggingface(config: HuggingFaceConfig) -> Any:
     from ctxcore_counter_hf.counter import HuggingFaceCounter
 
-    return HuggingFaceCounter(config.path, chat_template=config.chat_template,
+    return HuggingFaceCounter(config.path, tokenizer=config.tokenizer, chat_template=config.chat_template,
                               use_chat_template=config.use_chat_template, image_tokens=config.image_tokens)
 
 

@@ -230,3 +230,47 @@ def test_counters_differing_in_image_tokens_do_not_share_cached_counts() -> None
     cache = CountCache()
     assert CachedCounter(flat_10, cache=cache).count_message(message) == flat_10.count_message(message)
     assert CachedCounter(flat_500, cache=cache).count_message(message) == flat_500.count_message(message)
+
+
+class TestTokenizerObject:
+    """A tokenizer already loaded in the process, given as ``tokenizer=`` instead of a path."""
+
+    def test_transformers_object_counts_like_its_directory(self) -> None:
+        """A transformers tokenizer object counts exactly as the directory it was loaded from, template included."""
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(tokenizer_dir()), local_files_only=True)
+        by_object, by_path = HuggingFaceCounter(tokenizer=tok), HuggingFaceCounter(tokenizer_dir())
+        messages = [system("You are terse."), human(SAMPLE_TEXTS["mixed"])]
+        assert by_object.template is not None
+        assert by_object.count_messages(messages) == by_path.count_messages(messages)
+        assert by_object.count_text(SAMPLE_TEXTS["korean"]) == raw_len(SAMPLE_TEXTS["korean"])
+        assert by_object.name.startswith("huggingface:object-")
+
+    def test_tokenizers_object_counts_without_special_tokens(self) -> None:
+        """A tokenizers.Tokenizer object is accepted; its post-processor's <s> is not counted for bare text."""
+        tok = Tokenizer.from_file(str(tokenizer_dir() / "tokenizer.json"))
+        counter = HuggingFaceCounter(tokenizer=tok)
+        assert counter.count_text(SAMPLE_TEXTS["english"]) == raw_len(SAMPLE_TEXTS["english"])
+        assert counter.template is None
+
+    def test_exactly_one_source(self) -> None:
+        """Neither or both of path and tokenizer, or an object without encode(), fail naming the options."""
+        with pytest.raises(TokenizerUnavailable, match="exactly one of path"):
+            HuggingFaceCounter()
+        with pytest.raises(TokenizerUnavailable, match="exactly one of path"):
+            HuggingFaceCounter(tokenizer_dir(), tokenizer=object())
+        with pytest.raises(TokenizerUnavailable, match="encode"):
+            HuggingFaceCounter(tokenizer=object())
+
+    def test_pipeline_option_from_python(self) -> None:
+        """`counter: {type: huggingface, tokenizer: obj}` works from Python; a YAML pipeline cannot name an object."""
+        from ctxcore import ConfigError, Pipeline
+
+        tok = Tokenizer.from_file(str(tokenizer_dir() / "tokenizer.json"))
+        pipe = Pipeline.from_dict({"version": 1, "counter": {"type": "huggingface", "tokenizer": tok},
+                                   "providers": [{"type": "history"}]})
+        built = pipe.build({"messages": [{"role": "user", "content": "hello"}]})
+        assert built.report.total_tokens > 0
+        with pytest.raises(ConfigError, match="exactly one of 'path'"):
+            Pipeline.from_string("version: 1\ncounter: {type: huggingface}\nproviders: [{type: history}]\n")

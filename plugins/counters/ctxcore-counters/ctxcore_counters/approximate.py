@@ -44,6 +44,11 @@ class ApproximateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     family: Family = Field(default="cl100k", description="Tokenizer family the rates are calibrated for: cl100k or o200k.")
+    chars_per_token: int | None = Field(
+        default=None, ge=1,
+        description="Plain mode: a string costs len(text) // chars_per_token tokens (the reference SimpleTokenCounter "
+        "rule); no calibration, family is not used.",
+    )
 
 
 # One alternative per kind of piece; the order matters (first match wins).
@@ -199,13 +204,19 @@ def estimate(text: str, rates: Rates) -> int:
 class ApproximateCounter(MessageCounter):
     """Script-aware estimate with rates calibrated for ``family`` (cl100k or o200k)."""
 
-    def __init__(self, family: Family = "cl100k") -> None:
+    def __init__(self, family: Family = "cl100k", *, chars_per_token: int | None = None) -> None:
         if family not in RATES:
             raise ValueError(f"unknown family {family!r}; use one of {', '.join(RATES)}")
+        if chars_per_token is not None and (isinstance(chars_per_token, bool) or not isinstance(chars_per_token, int)
+                                            or chars_per_token < 1):
+            raise ValueError(f"chars_per_token must be a whole number >= 1, got {chars_per_token!r}")
         self.family = family
-        self.name = f"approximate:{family}"
+        self.chars_per_token = chars_per_token
+        self.name = f"approximate:{family}" if chars_per_token is None else f"approximate:plain-{chars_per_token}"
         self._rates = RATES[family]
 
     def count_text(self, text: str) -> int:
-        """Estimated tokens of ``text`` (0 for empty text)."""
+        """Estimated tokens of ``text`` (0 for empty text); plain mode: ``len(text) // chars_per_token``."""
+        if self.chars_per_token is not None:
+            return len(text) // self.chars_per_token
         return estimate(text, self._rates)

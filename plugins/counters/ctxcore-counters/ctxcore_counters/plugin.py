@@ -12,7 +12,7 @@ from ctxcore_counters.tiktoken_counter import TiktokenConfig
 def _approximate(config: ApproximateConfig) -> Any:
     from ctxcore_counters.approximate import ApproximateCounter
 
-    return ApproximateCounter(config.family)
+    return ApproximateCounter(config.family, chars_per_token=config.chars_per_token)
 
 
 def _tiktoken(config: TiktokenConfig) -> Any:
@@ -25,6 +25,6 @@ def _tiktoken(config: TiktokenConfig) -> Any:
 def register_token_counters(register: Any) -> None:
     """Offer the approximate and tiktoken counters."""
     register("approximate", _approximate, config=ApproximateConfig,
-             description="Script-aware estimate calibrated on cl100k/o200k (family:); no dependency.")
+             description="Script-aware estimate calibrated on cl100k/o200k (family:), or chars_per_token: plain; no dependency.")
     register("tiktoken", _tiktoken, config=TiktokenConfig,
              description="Exact OpenAI counts (cl100k_base, o200k_base), loaded offline.")

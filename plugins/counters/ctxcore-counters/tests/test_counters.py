@@ -37,6 +37,11 @@ class TestApproximateO200kContract(CounterContract):
         return ApproximateCounter("o200k")
 
 
+class TestApproximatePlainContract(CounterContract):
+    def make_counter(self) -> ApproximateCounter:
+        return ApproximateCounter(chars_per_token=4)
+
+
 class TestTiktokenCl100kContract(CounterContract):
     def make_counter(self) -> TiktokenCounter:
         return TiktokenCounter("cl100k_base")
@@ -286,6 +291,36 @@ class TestApproximate:
         b64 = "QmFzZTY0IGlzIGV4cGVuc2l2ZSB0byB0b2tlbml6ZSBhbmQgc2hvdWxkIGNvc3QgbW9yZQ=="
         words = ("tokenize " * 20)[: len(b64)]
         assert c.count_text(b64) > 2 * c.count_text(words)
+
+
+class TestApproximatePlain:
+    def test_plain_mode_is_characters_over_ratio(self) -> None:
+        """chars_per_token=N prices a string at len // N, whatever its script, under its own counter name."""
+        c = ApproximateCounter(chars_per_token=4)
+        assert c.count_text("abcdefghij") == 2 and c.count_text("每条消息只计数一次") == 2 and c.count_text("") == 0
+        assert c.name == "approximate:plain-4" != ApproximateCounter(chars_per_token=3).name
+
+    @pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4"])
+    def test_bad_ratio_is_refused(self, bad: Any) -> None:
+        """A ratio that is not a whole number >= 1 fails at construction, naming the option."""
+        with pytest.raises(ValueError, match="chars_per_token"):
+            ApproximateCounter(chars_per_token=bad)
+
+    def test_yaml_option(self) -> None:
+        """`counter: {type: approximate, chars_per_token: 3}` builds the plain counter from a pipeline."""
+        from ctxcore import Pipeline
+
+        pipe = Pipeline.from_dict({"version": 1, "counter": {"type": "approximate", "chars_per_token": 3},
+                                   "providers": [{"type": "history"}]})
+        report = pipe.build({"messages": [{"role": "user", "content": "x" * 30}]}).report
+        assert report.total_tokens == (3 + len("user") // 3 + 30 // 3) + 3  # overhead, role, text; reply priming
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200), st.integers(min_value=1, max_value=12))
+def test_plain_mode_matches_the_rule(text: str, ratio: int) -> None:
+    """Plain mode is exactly len(text) // chars_per_token for any text and ratio."""
+    assert ApproximateCounter(chars_per_token=ratio).count_text(text) == len(text) // ratio
 
 
 def test_system_message_count_is_stable() -> None:

@@ -34,7 +34,9 @@ __all__ = [
     "ChatSelector",
     "ChatSummarizer",
     "Compaction",
+    "CompactionCancelled",
     "CompactionConfig",
+    "CompactionTimeout",
     "ExtractiveSummarizer",
     "MaxMessages",
     "MaxMessagesConfig",
@@ -49,7 +51,8 @@ __all__ = [
 ]
 
 _LAZY = {"Compaction": "ctxcore_filters.compaction", "PlanAuditError": "ctxcore_filters.compaction",
-         "audit_plans": "ctxcore_filters.compaction"}
+         "audit_plans": "ctxcore_filters.compaction", "CompactionTimeout": "ctxcore_filters.compaction",
+         "CompactionCancelled": "ctxcore_filters.compaction"}
 
 
 def __getattr__(name: str) -> Any:

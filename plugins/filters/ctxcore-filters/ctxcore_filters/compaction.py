@@ -15,6 +15,7 @@ hitting. Every reduction is recorded in the report with tokens before and after.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from ctxcore_filters.compaction_stages import (
 )
 from ctxcore_filters.compaction_summarizers import make_selector, make_summarizer
 
-__all__ = ["Compaction", "PlanAuditError", "audit_plans"]
+__all__ = ["Compaction", "CompactionCancelled", "CompactionTimeout", "PlanAuditError", "audit_plans"]
 
 log = structlog.get_logger("ctxcore_filters.compaction")
 
@@ -50,6 +51,81 @@ _RANK = {"tool_results": 0, "trim": 1, "summarize": 2, "consolidate": 3}
 
 class PlanAuditError(CtxError):
     """``mode: audit`` found a change outside the declared mutable parts."""
+
+
+class CompactionTimeout(CtxError):
+    """The reductions passed ``timeout`` (or ``runtime['deadline']``) with ``on_error: raise``; nothing late was kept."""
+
+
+class CompactionCancelled(CtxError):
+    """The caller cancelled the build (``runtime['cancel']`` was set) while compaction ran; nothing late was kept."""
+
+
+class _Expired(Exception):
+    """Internal: the deadline passed while a step ran."""
+
+
+class _Clock:
+    """The deadline and the caller's cancellation of one batch of reductions.
+
+    Without either, steps run inline (no thread). With one, each step that may
+    call a model runs in a daemon thread and the build waits at most until the
+    deadline (checking ``cancel`` every 50 ms); a step still running then is
+    abandoned and its result, whenever it comes, is dropped.
+    """
+
+    def __init__(self, timeout: float | None, runtime: Mapping[str, Any]) -> None:
+        deadline = runtime.get("deadline")
+        if deadline is not None and not isinstance(deadline, (int, float)):
+            raise ValueError(f"runtime['deadline'] must be a time.monotonic() value, got {type(deadline).__name__}")
+        cancel = runtime.get("cancel")
+        if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+            raise ValueError("runtime['cancel'] must have is_set() (a threading.Event)")
+        ends = [t for t in (None if timeout is None else time.monotonic() + timeout, deadline) if t is not None]
+        self.deadline: float | None = min(ends) if ends else None
+        self.cancel = cancel
+        self.timeout = timeout
+
+    @property
+    def active(self) -> bool:
+        return self.deadline is not None or self.cancel is not None
+
+    def check(self) -> None:
+        """Raise when cancelled; :class:`_Expired` when the deadline has passed."""
+        if self.cancel is not None and self.cancel.is_set():
+            raise CompactionCancelled("the build was cancelled (runtime['cancel']) while compaction ran")
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise _Expired
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """``fn()``, or :class:`_Expired` / :class:`CompactionCancelled` if it does not return in time."""
+        if not self.active:
+            return fn()
+        self.check()
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # handed to the waiting build below
+                box["error"] = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=work, daemon=True, name="ctxcore-compaction-step").start()
+        while True:
+            wait = None if self.deadline is None else max(self.deadline - time.monotonic(), 0.0)
+            if self.cancel is not None:
+                wait = 0.05 if wait is None else min(wait, 0.05)
+            if done.wait(wait):
+                break
+            self.check()
+        if self.cancel is not None and self.cancel.is_set():
+            raise CompactionCancelled("the build was cancelled (runtime['cancel']) while compaction ran")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
 
 @dataclass(frozen=True)
@@ -99,17 +175,25 @@ class _Memo:
                 self._by_first.popitem(last=False)
 
 
-def audit_plans(before: Sequence[Message], after: Sequence[Message], mutable_sources: Sequence[str] | None = None) -> list[str]:
+def audit_plans(before: Sequence[Message], after: Sequence[Message], mutable_sources: Sequence[str] | None = None,
+                mutable_ids: Sequence[str] | None = None) -> list[str]:
     """Problems found comparing two plans: anything outside the mutable parts that changed.
 
-    Protected messages, and dynamic messages whose source is not in
-    ``mutable_sources`` (when given), must appear in ``after`` unchanged and in
-    the same order as in ``before``. Returns an empty list when the plans agree.
+    Protected messages, dynamic messages whose source is not in
+    ``mutable_sources`` (when given) and messages of ``before`` whose id is not
+    in ``mutable_ids`` (when given; the ContextPlan design's
+    ``mutableFragmentIds``) must appear in ``after`` unchanged and in the same
+    order as in ``before``. A message new in ``after`` is fixed unless a rule
+    allows its source. Returns an empty list when the plans agree.
     """
     mutable = set(mutable_sources) if mutable_sources is not None else None
+    ids = set(mutable_ids) if mutable_ids is not None else None
+    before_ids = {m.id for m in before} if ids is not None else set()
 
     def fixed(m: Message) -> bool:
-        return m.zone == "protected" or (mutable is not None and m.source not in mutable)
+        if m.zone == "protected" or (mutable is not None and m.source not in mutable):
+            return True
+        return ids is not None and m.id in before_ids and m.id not in ids
 
     old = [(m.source, m.role, m.fingerprint) for m in before if fixed(m)]
     new = [(m.source, m.role, m.fingerprint) for m in after if fixed(m)]
@@ -185,13 +269,18 @@ class Compaction:
     def _check_only(self, messages: list[Message], budget: int, ctx: FilterContext) -> list[Message]:
         if self.config.mode == "audit":
             key = str(ctx.runtime.get("thread_id", ""))
-            previous = self._plans.get(key)
+            original = ctx.runtime.get("audit_original")  # trusted originals given by the caller win
+            if original is not None and not all(isinstance(m, Message) for m in original):
+                raise ValueError("runtime['audit_original'] must be a list of Messages (the trusted original plan)")
+            previous = list(original) if original is not None else self._plans.get(key)
             self._plans[key] = messages
-            problems = audit_plans(previous, messages, self.config.mutable_sources) if previous is not None else []
+            mutable_ids = ctx.runtime.get("mutable_ids", self.config.mutable_ids)
+            problems = (audit_plans(previous, messages, self.config.mutable_sources, mutable_ids)
+                        if previous is not None else [])
             if problems:
                 raise PlanAuditError(
                     f"filter '{ctx.step_id}': plans differ outside the mutable parts: {'; '.join(problems)} "
-                    "(declare the source in mutable_sources if it may change)"
+                    "(declare the source in mutable_sources, or the message id in mutable_ids, if it may change)"
                 )
         total = ctx.counter.count_messages(messages)
         if total > budget:
@@ -207,6 +296,20 @@ class Compaction:
         target = int(self.config.target_ratio * budget)
         dynamic = sum(t for m, t in zip(work.messages, work.tokens, strict=True) if m.zone == "dynamic")
         run = _Run(self, work, target, ctx, int(self.config.max_trim_loss_ratio * dynamic), budget)
+        try:
+            self._select_and_run(run)
+        except _Expired:
+            message = (f"reductions stopped at the deadline ({self.config.timeout}s timeout or runtime['deadline']); "
+                       "the running step's result was discarded and later steps did not run")
+            if self.config.on_error == "raise":
+                raise CompactionTimeout(f"compaction '{ctx.step_id}': {message}") from None
+            run._warn(message)
+        if run.calls and ctx.report is not None:
+            ctx.report.notes.append(f"compaction '{ctx.step_id}': {run.calls} model call(s) spent"
+                                    + (f" of {run.pool} available (reserve_calls {self.config.reserve_calls} kept back)"
+                                       if run.pool is not None else ""))
+
+    def _select_and_run(self, run: _Run) -> None:
         selection = self.config.selection
         if selection == "model":
             picked = run.ask_selector(self.selector)
@@ -252,6 +355,16 @@ class Compaction:
             ctx.report.record_compression(ctx.step_id, covers, m, before, tokens, str(stage_of(m)))
 
 
+def _call_pool(max_model_calls: int | None, reserve: int, runtime: Mapping[str, Any]) -> int | None:
+    """Model calls compaction may spend this build: what the run has left minus the reserve; ``None``: no shared limit."""
+    left = runtime.get("model_calls_left", max_model_calls)
+    if left is None:
+        return None
+    if isinstance(left, bool) or not isinstance(left, int) or left < 0:
+        raise ValueError(f"runtime['model_calls_left'] must be a whole number >= 0, got {left!r}")
+    return max(left - reserve, 0)
+
+
 class _Run:
     """One batch of reductions: the work, the target and what has been spent."""
 
@@ -261,6 +374,8 @@ class _Run:
         self.trim_left = trim_cap
         self.calls = 0
         self.done: set[str] = set()
+        self.pool = _call_pool(owner.config.max_model_calls, owner.config.reserve_calls, ctx.runtime)
+        self.clock = _Clock(owner.config.timeout, ctx.runtime)
 
     @property
     def need(self) -> int:
@@ -270,8 +385,19 @@ class _Run:
         return Env(self.ctx.counter, max_trim_tokens=max(self.trim_left, 0) if capped else None)
 
     def affordable(self, stage: Stage) -> bool:
+        """Whether the summarizer's ``max_calls`` and the shared pool (after the reserve) cover the step."""
+        if stage.model_calls == 0:
+            return True
         limit = getattr(self.owner.summarizer, "max_calls", 0)
-        return stage.model_calls == 0 or self.calls + stage.model_calls <= limit
+        if self.pool is not None:
+            limit = min(limit, self.pool)
+        return self.calls + stage.model_calls <= limit
+
+    def _unaffordable(self, stage: Stage) -> str:
+        if self.pool is not None and self.calls + stage.model_calls > self.pool:
+            return (f"step '{stage.step_id}' skipped: the run's model calls are spent ({self.pool} available after "
+                    f"reserve_calls {self.owner.config.reserve_calls})")
+        return f"step '{stage.step_id}' skipped: the summarizer's max_calls ({self.owner.summarizer.max_calls}) is spent"
 
     def step(self, stage: Stage, *, capped: bool) -> None:
         """Run ``stage`` once if still above target (skipped with a warning when it cannot be afforded)."""
@@ -279,15 +405,22 @@ class _Run:
             return
         self.done.add(stage.step_id)
         if not self.affordable(stage):
-            self._warn(f"step '{stage.step_id}' skipped: the summarizer's max_calls ({self.owner.summarizer.max_calls}) is spent")
+            self._warn(self._unaffordable(stage))
             return
-        self.calls += stage.model_calls
+        self.calls += stage.model_calls  # counted before the call: a failed call is not refunded
         need = self.need
         to_ratio = getattr(getattr(stage, "config", None), "to_ratio", None)
         if to_ratio is not None:  # a trim that goes deeper than the batch target (never shallower)
             need = max(need, self.work.total - int(to_ratio * self.budget))
+        env = self.env(capped)
         try:
-            proposal = stage.run(self.work, need, self.env(capped))
+            if stage.model_calls:
+                proposal = self.clock.call(lambda: stage.run(self.work, need, env))
+            else:
+                self.clock.check()
+                proposal = stage.run(self.work, need, env)
+        except (_Expired, CompactionCancelled):
+            raise
         except Exception as exc:
             if self.owner.config.on_error == "raise" or isinstance(exc, BudgetExceeded):
                 raise
@@ -336,12 +469,20 @@ class _Run:
         budget = self.owner.config.max_tokens or self.ctx.budget or 1
         pressure = {"tokens": self.work.total, "budget": budget, "target": self.target,
                     "utilization": round(self.work.total / budget, 3)}
-        if getattr(selector, "max_calls", 1) < 1:
+        selector_calls = getattr(selector, "max_calls", 1)
+        if selector_calls < 1:
             self._warn("selector has max_calls 0, falling back to selection: auto")
             return None
+        if self.pool is not None and self.calls + selector_calls > self.pool:
+            self._warn(f"selector skipped: it may make {selector_calls} model call(s) and {self.pool - self.calls} are "
+                       f"available after reserve_calls {self.owner.config.reserve_calls}; falling back to selection: auto")
+            return None
+        self.calls += selector_calls
         select = selector.select if hasattr(selector, "select") else selector
         try:
-            ids = list(select(candidates, pressure))
+            ids = list(self.clock.call(lambda: select(candidates, pressure)))
+        except (_Expired, CompactionCancelled):
+            raise
         except Exception as exc:
             if self.owner.config.on_error == "raise":
                 raise

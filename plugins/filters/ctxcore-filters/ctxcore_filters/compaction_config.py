@@ -92,6 +92,12 @@ class ConsolidateStep(_Step):
 
     kind: Literal["consolidate"] = "consolidate"
     summary_tokens: int = Field(default=512, gt=0, description="Longest merged summary, in tokens.")
+    boundary: Literal["summaries", "user_turn"] = Field(
+        default="summaries",
+        description="summaries: merge the first run of adjacent summaries; user_turn: fold the oldest history, "
+        "summaries included, up to the smallest user-turn boundary that removes at least the needed tokens "
+        "(nanobot's consolidation rule; the newest user turn is never folded).",
+    )
 
 
 StepConfig = Annotated[
@@ -138,6 +144,19 @@ class CompactionConfig(BaseModel):
     on_overflow: Literal["raise", "warn"] = Field(default="raise", description="Still over budget after every step.")
     on_error: Literal["warn", "raise"] = Field(default="warn", description="A summarizer or selector failed.")
     mutable_sources: list[str] | None = Field(default=None, description="audit: sources allowed to change (default: any dynamic).")
+    mutable_ids: list[str] | None = Field(
+        default=None, description="audit: ids of the original messages allowed to change (runtime['mutable_ids'] wins).")
+    max_model_calls: int | None = Field(
+        default=None, ge=0,
+        description="Model calls the run has left, the final answer included (runtime['model_calls_left'] wins); "
+        "compaction's selector and summarizers share what is left after reserve_calls. Default: no shared limit.",
+    )
+    reserve_calls: int = Field(default=1, ge=1, description="Model calls kept back for the final answer (at least 1).")
+    timeout: float | None = Field(
+        default=None, gt=0,
+        description="Seconds the reductions of one build may take (combined with runtime['deadline'] and "
+        "runtime['cancel']); a result arriving later is discarded, never committed.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> CompactionConfig:

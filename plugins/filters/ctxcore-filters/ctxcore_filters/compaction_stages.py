@@ -173,6 +173,23 @@ def _contiguous(units: list[Unit], dynamic: list[int], lo: int, hi: int) -> int:
     return end
 
 
+def consolidation_boundary(tokens: Sequence[int], starts_turn: Sequence[bool], remove: int) -> tuple[int, int] | None:
+    """nanobot's consolidation boundary: the smallest user-turn boundary that removes at least ``remove`` tokens.
+
+    ``tokens[i]`` is what item ``i`` costs and ``starts_turn[i]`` whether a user
+    turn begins there. A boundary is an index ``b > 0`` where a turn begins;
+    folding ``items[:b]`` removes ``sum(tokens[:b])``. Returns ``(b, removed)``
+    for the smallest such ``b`` removing at least ``remove``, or ``None``. For
+    ``[u1, a1, u2, a2, u3]`` at 100 tokens each and ``remove=150``: ``(2, 200)``.
+    """
+    removed = 0
+    for i, (cost, start) in enumerate(zip(tokens, starts_turn, strict=True)):
+        if i > 0 and start and removed >= remove:
+            return i, removed
+        removed += cost
+    return None
+
+
 class Stage:
     """One rung of the ladder."""
 
@@ -436,8 +453,11 @@ class ConsolidateStage(_SummaryStage):
 
     def __init__(self, step_id: str, config: ConsolidateStep, summarizer: Any) -> None:
         super().__init__(step_id, config.summary_tokens, summarizer)
+        self.boundary = config.boundary
 
     def span(self, work: Work, need: int, env: Env) -> tuple[int, int] | None:
+        if self.boundary == "user_turn":
+            return self._turn_span(work, need)
         messages = work.messages
         i, n = 0, len(messages)
         while i < n:
@@ -451,6 +471,25 @@ class ConsolidateStage(_SummaryStage):
             else:
                 i += 1
         return None
+
+
+    def _turn_span(self, work: Work, need: int) -> tuple[int, int] | None:
+        """The oldest contiguous dynamic history up to :func:`consolidation_boundary` (newest turn kept)."""
+        messages = work.messages
+        units, dynamic = _runs(messages)
+        if not dynamic:
+            return None
+        keep_from = _keep_from_turns(messages, units, dynamic, 1)
+        hi = _contiguous(units, dynamic, 0, keep_from)
+        starts = set(_user_turn_starts(messages, units, dynamic))
+        # the kept newest turn is the boundary past the last foldable unit
+        costs = [sum(work.tokens[units[dynamic[p]].start:units[dynamic[p]].end]) for p in range(hi)] + [0]
+        found = consolidation_boundary(costs, [p in starts for p in range(hi)] + [hi == keep_from or hi in starts], need)
+        if found is None:
+            return None
+        end = units[dynamic[found[0] - 1]].end
+        start = units[dynamic[0]].start
+        return (start, end) if end - start >= 2 else None
 
 
 def make_stage(config: Any, summarizer: Any) -> Stage:

@@ -71,7 +71,7 @@ class Mem0MemoryStore(MemoryStoreBase):
         self.threshold = threshold
 
     # ------------------------------------------------------------- contract
-    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def record(self, inputs: Any, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """Hand ``inputs`` to mem0 for ``user_id=namespace``; returns the memories it added or updated."""
         ns = _user_id(namespace)
         text = memory_text(inputs)
@@ -93,7 +93,7 @@ class Mem0MemoryStore(MemoryStoreBase):
                                     namespace=ns, created_at=_time(raw.get("created_at"))))
         return items
 
-    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def retrieve(self, query: str, limit: int = 5, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """mem0's semantic search in ``user_id=namespace``; ``filters=`` match metadata exactly."""
         text = check_query(query)
         limit = check_limit(limit)
@@ -116,7 +116,7 @@ class Mem0MemoryStore(MemoryStoreBase):
         items.sort(key=lambda i: -(i.score or 0.0))
         return items[:limit]
 
-    def delete(self, item: Any, namespace: str | None = None) -> None:
+    def delete(self, item: Any, namespace: str | tuple[str, ...] | None = None) -> None:
         """Delete the memory if it exists in ``namespace``; otherwise do nothing."""
         memory_id = item_id(item)
         ns = _user_id(namespace)
@@ -130,7 +130,7 @@ class Mem0MemoryStore(MemoryStoreBase):
         self.client.delete(memory_id)
 
 
-def _user_id(namespace: str | None) -> str:
+def _user_id(namespace: str | tuple[str, ...] | None) -> str:
     ns = resolve_namespace(namespace)
     if any(ch.isspace() for ch in ns):
         raise ValueError(f"namespace {ns!r}: mem0 user ids cannot contain whitespace")

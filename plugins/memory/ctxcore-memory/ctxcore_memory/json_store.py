@@ -141,7 +141,7 @@ class JsonMemoryStore(MemoryStoreBase):
                 delay = min(delay * 2, 0.05)
 
     # ------------------------------------------------------------- contract
-    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def record(self, inputs: Any, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """Store ``inputs`` as one memory; ``metadata=`` labels it, ``id=`` replaces that memory."""
         item = check_record("json", inputs, namespace, kw)
         ns, text, metadata, memory_id = item.namespace, item.content, item.metadata, item.id
@@ -151,7 +151,7 @@ class JsonMemoryStore(MemoryStoreBase):
             }
         return [item]
 
-    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def retrieve(self, query: str, limit: int = 5, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """Substring matches first, then memories by shared query words; ``filters=`` match metadata."""
         text, limit, ns, filters = check_retrieve("json", query, limit, namespace, kw)
         text = text.lower()
@@ -173,7 +173,7 @@ class JsonMemoryStore(MemoryStoreBase):
         scored.sort(key=lambda s: (-s[0], _neg_time(s[1]), s[2]))
         return [_item(mid, rec, ns, score) for score, _, mid, rec in scored[:limit]]
 
-    def delete(self, item: Any, namespace: str | None = None) -> None:
+    def delete(self, item: Any, namespace: str | tuple[str, ...] | None = None) -> None:
         """Remove the memory from ``namespace``; an unknown id changes nothing."""
         memory_id = item_id(item)
         ns = resolve_namespace(namespace)
@@ -184,7 +184,7 @@ class JsonMemoryStore(MemoryStoreBase):
             if ns in data and not data[ns]:
                 del data[ns]
 
-    def all_items(self, namespace: str | None = None) -> list[MemoryItem]:
+    def all_items(self, namespace: str | tuple[str, ...] | None = None) -> list[MemoryItem]:
         """Every memory of ``namespace``, oldest first (for inspection and tests)."""
         ns = resolve_namespace(namespace)
         records = self._load().get(ns, {})

@@ -160,7 +160,7 @@ class SqliteMemoryStore(MemoryStoreBase):
         self._local.con = None
 
     # ------------------------------------------------------------- contract
-    def record(self, inputs: Any, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def record(self, inputs: Any, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """Store ``inputs`` as one memory; ``metadata=`` labels it, ``id=`` replaces that memory."""
         item = check_record("sqlite", inputs, namespace, kw)
         ns, text, metadata, memory_id = item.namespace, item.content, item.metadata, item.id
@@ -179,7 +179,7 @@ class SqliteMemoryStore(MemoryStoreBase):
                             [(rowid, k, canonical_json(v)) for k, v in metadata.items()])
         return [item]
 
-    def retrieve(self, query: str, limit: int = 5, namespace: str | None = None, **kw: Any) -> list[MemoryItem]:
+    def retrieve(self, query: str, limit: int = 5, namespace: str | tuple[str, ...] | None = None, **kw: Any) -> list[MemoryItem]:
         """The best BM25 matches of any query word (stemmed), in ``namespace``; ``filters=`` match metadata."""
         text, limit, ns, filters = check_retrieve("sqlite", query, limit, namespace, kw)
         words = _query_terms(text)
@@ -200,7 +200,7 @@ class SqliteMemoryStore(MemoryStoreBase):
         return [MemoryItem(id=r[0], content=r[1], metadata=_load_json(r[2]), namespace=ns,
                            created_at=datetime.fromisoformat(r[3]), score=-float(r[4])) for r in rows]
 
-    def delete(self, item: Any, namespace: str | None = None) -> None:
+    def delete(self, item: Any, namespace: str | tuple[str, ...] | None = None) -> None:
         """Remove the memory from ``namespace``; an unknown id changes nothing."""
         memory_id = item_id(item)
         ns = resolve_namespace(namespace)
@@ -211,7 +211,7 @@ class SqliteMemoryStore(MemoryStoreBase):
             if row is not None:
                 self._remove(con, row[0])
 
-    def count(self, namespace: str | None = None) -> int:
+    def count(self, namespace: str | tuple[str, ...] | None = None) -> int:
         """How many memories ``namespace`` holds."""
         ns = resolve_namespace(namespace)
         return int(self._connection().execute("SELECT count(*) FROM memories WHERE namespace = ?", (ns,)).fetchone()[0])

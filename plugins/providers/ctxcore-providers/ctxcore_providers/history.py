@@ -31,12 +31,12 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 from ctxcore import Message, TextBlock, system
-from ctxcore.kit import LazyMessages, Snapshot, get_prompt
+from ctxcore.kit import LazyMessages, Snapshot, current_pipeline_context, get_prompt
 from ctxcore_providers._markers import (
     OPEN_MARKER,
     has_marker,
@@ -61,12 +61,61 @@ class HistoryConfig(BaseModel):
     working_memory: Any = Field(default=None, description="An object with build_view(messages) (Python only).",
                                 json_schema_extra={"type": "null"})
 
+    replay_cap: StrictInt | Literal["auto"] | None = Field(
+        default=None,
+        description="Replay at most this many newest stored messages, starting on a user message; auto: "
+        "min(2000, max(120, context_window // 100)) (nanobot's rule). Default: the whole history.",
+    )
+
+    @field_validator("replay_cap")
+    @classmethod
+    def _cap(cls, value: Any) -> Any:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("replay_cap must be a whole number >= 1 or 'auto'")
+        return value
+
     @field_validator("working_memory")
     @classmethod
     def _adapter(cls, value: Any) -> Any:
         if value is not None and not callable(getattr(value, "build_view", None)):
             raise ValueError("working_memory must be an object with build_view(messages) (Python only)")
         return value
+
+
+def auto_replay_cap(context_window: int) -> int:
+    """nanobot's replay cap for a model window: ``min(2000, max(120, context_window // 100))``."""
+    return min(2000, max(120, context_window // 100))
+
+
+def resolve_replay_cap(cap: int | str | None, context_window: int | None = None) -> int | None:
+    """``cap`` as a number: ``"auto"`` from ``context_window`` (default: the compiling pipeline's window).
+
+    Raises:
+        ValueError: ``"auto"`` without a context window to derive it from.
+    """
+    if cap != "auto":
+        return None if cap is None else int(cap)
+    window = context_window if context_window is not None else current_pipeline_context().context_window
+    if window is None:
+        raise ValueError("replay_cap: auto needs the model's context window: use it in a pipeline (model.context_window) "
+                         "or pass context_window=, or give a number")
+    return auto_replay_cap(window)
+
+
+def replay_start(messages: Sequence[Message], cap: int) -> int:
+    """Where a replay of at most ``cap`` newest messages starts: on a user message, never inside a tool unit.
+
+    The first user message at or after the cut; without one, the last user
+    message before it (the current turn is never cut); without any user message, 0.
+    """
+    cut = max(len(messages) - cap, 0)
+    for i in range(cut, len(messages)):
+        if messages[i].role == "user":
+            return i
+    for i in range(cut - 1, -1, -1):
+        if messages[i].role == "user":
+            return i
+    return 0
 
 
 class History:
@@ -82,8 +131,10 @@ class History:
     """
 
     def __init__(self, state_key: str = "messages", *, annotate: bool = True, neutralize_markers: bool = True,
-                 working_memory: Any = None) -> None:
+                 working_memory: Any = None, replay_cap: int | Literal["auto"] | None = None,
+                 context_window: int | None = None) -> None:
         self.state_key = state_key
+        self.replay_cap = resolve_replay_cap(replay_cap, context_window)
         self.annotate = annotate
         self.neutralize = neutralize_markers
         self.working_memory = working_memory
@@ -125,6 +176,9 @@ class History:
             structure.extends = (previous[0], len(previous[0]))  # checked by _update: only appended since
         self._last = (structure, semantic)
         out: Sequence[Message] = LazyMessages(structure, [(self._derive, self._memo)], ids)
+        if self.replay_cap is not None and len(self._raw) > self.replay_cap:
+            start = replay_start(self._raw, self.replay_cap)  # looks at the newest messages only (unless none is a user)
+            out = LazyMessages(Snapshot([*([note] if note is not None else []), *self._raw[start:]]), [(self._derive, self._memo)])
         wm = self.working_memory if self.working_memory is not None else runtime.get("working_memory")
         if wm is not None:
             out = list(wm.build_view(list(out)))

@@ -9,6 +9,8 @@ where the memory is the operator's own (the agent preset does this).
 from __future__ import annotations
 
 import json
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -96,11 +98,20 @@ class MemoryRecallConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     limit: int = Field(default=5, gt=0, description="Most items retrieved.")
-    namespace: str | None = Field(default=None, description="Namespace passed to retrieve (runtime['memory_namespace'] overrides).")
+    namespace: str | tuple[str, ...] | None = Field(
+        default=None,
+        description="Namespace passed to retrieve, a string or a list of segments ([user, '42'] is 'user/42'); "
+        "runtime['memory_namespace'] overrides.",
+    )
     input_key: str = Field(default="input", description="State key of the current user message (the query).")
     state_key: str = Field(default="messages", description="History key; its last user message is the query when input is absent.")
     store: Any = Field(default=None, description="A MemoryStore object (Python only); default: the pipeline's memory store.")
     heading: str = Field(default="# Recalled Memory", description="First line of the block.")
+    ttl_seconds: float | None = Field(
+        default=None, gt=0,
+        description="Reuse the block recalled for the same query and namespace for this long (no store call); "
+        "default: retrieve on every build.",
+    )
 
     @field_validator("store")
     @classmethod
@@ -139,6 +150,25 @@ class MemoryRecall:
         if config.store is None and store_getter is None and context.has_memory is False:
             raise ValueError(NO_STORE)  # found when the pipeline compiles (`ctx pipeline validate`), not at the first build
         self._get_store = (lambda: config.store) if config.store is not None else (store_getter or context.memory)
+        self._clock: Callable[[], float] = time.monotonic
+        self._recalled: OrderedDict[tuple[Any, str], tuple[float, tuple[Message, ...]]] = OrderedDict()
+
+    def _cached(self, key: tuple[Any, str]) -> tuple[Message, ...] | None:
+        """The block recalled for ``key`` less than ``ttl_seconds`` ago, if any."""
+        if self.config.ttl_seconds is None:
+            return None
+        hit = self._recalled.get(key)
+        if hit is None or self._clock() - hit[0] >= self.config.ttl_seconds:
+            return None
+        return hit[1]
+
+    def _keep(self, key: tuple[Any, str], messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        if self.config.ttl_seconds is not None:
+            self._recalled[key] = (self._clock(), messages)
+            self._recalled.move_to_end(key)
+            while len(self._recalled) > 128:  # a handful of live conversations per provider; never unbounded
+                self._recalled.popitem(last=False)
+        return messages
 
     def _store(self) -> Any:
         store = self._get_store()
@@ -163,23 +193,30 @@ class MemoryRecall:
         query = self._query(state)
         if not query:
             return ()
+        namespace = runtime.get("memory_namespace") or self.config.namespace
+        cached = self._cached((namespace, query))
+        if cached is not None:
+            return cached
         store = self._store()
-        items = store.retrieve(query, limit=self.config.limit, namespace=runtime.get("memory_namespace") or self.config.namespace)
-        return self._render(store, list(items or ()))
+        items = store.retrieve(query, limit=self.config.limit, namespace=namespace)
+        return self._keep((namespace, query), self._render(store, list(items or ())))
 
     async def aget_messages(self, state: Mapping[str, Any], runtime: Mapping[str, Any]) -> Sequence[Message]:
         """Like :meth:`get_messages`, awaiting ``aretrieve`` when the store has it."""
         query = self._query(state)
         if not query:
             return ()
-        store = self._store()
         namespace = runtime.get("memory_namespace") or self.config.namespace
+        cached = self._cached((namespace, query))
+        if cached is not None:
+            return cached
+        store = self._store()
         aretrieve = getattr(store, "aretrieve", None)
         if aretrieve is not None:
             items = await aretrieve(query, limit=self.config.limit, namespace=namespace)
         else:
             items = store.retrieve(query, limit=self.config.limit, namespace=namespace)
-        return self._render(store, list(items or ()))
+        return self._keep((namespace, query), self._render(store, list(items or ())))
 
 
 # ---------------------------------------------------------------- recent_memory
@@ -196,6 +233,7 @@ class RecentMemoryConfig(BaseModel):
     max_tokens: int = Field(default=8000, gt=0, description="Estimated tokens (4 characters each) before the cut.")
     max_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
     trust: Trust = "untrusted"
+    ttl_seconds: float | None = Field(default=None, gt=0, description="Re-read the log at least this often even when unchanged.")
     priority: int = 40
 
 
@@ -205,7 +243,7 @@ class RecentMemory:
     def __init__(self, config: RecentMemoryConfig) -> None:
         self.config = config
         self.root = Path(config.workspace).expanduser().resolve()
-        self.cache: RenderCache[list[dict[str, Any]]] = RenderCache()
+        self.cache: RenderCache[list[dict[str, Any]]] = RenderCache(ttl=config.ttl_seconds)
         self._last: tuple[tuple[Any, ...], tuple[Message, ...]] | None = None
 
     def _read_log(self) -> tuple[list[dict[str, Any]], list[Path]]:

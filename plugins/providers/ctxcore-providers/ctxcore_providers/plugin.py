@@ -54,7 +54,7 @@ def _identity(c: IdentityConfig) -> Identity:
 
 def _history(config: HistoryConfig) -> History:
     return History(config.state_key, annotate=config.annotate, neutralize_markers=config.neutralize_markers,
-                   working_memory=config.working_memory)
+                   working_memory=config.working_memory, replay_cap=config.replay_cap)
 
 
 def _runtime_context(c: RuntimeContextConfig) -> RuntimeContext:

@@ -119,6 +119,26 @@ class TestMemoryRecall:
         p = MemoryRecall(MemoryRecallConfig(store=WordStore()))
         assert p.get_messages({}, {}) == () and p.get_messages({"input": "anything"}, {}) == ()
 
+    def test_ttl_reuses_the_block_per_query_and_namespace(self) -> None:
+        """With ttl_seconds the block for a (namespace, query) is reused until the TTL passes; without, every build asks."""
+        store = WordStore()
+        store.record("the user likes green tea")
+        p = MemoryRecall(MemoryRecallConfig(store=store, ttl_seconds=120))
+        now = [1000.0]
+        p._clock = lambda: now[0]
+        first = p.get_messages({"input": "which tea"}, {})
+        store.record("the user also likes tea from Taiwan")
+        now[0] += 119
+        assert p.get_messages({"input": "which tea"}, {}) is first and len(store.queries) == 1
+        assert p.get_messages({"input": "which tea"}, {"memory_namespace": "other"}) == () and len(store.queries) == 2
+        now[0] += 1
+        again = p.get_messages({"input": "which tea"}, {})
+        assert again != first and "Taiwan" in again[0].text and len(store.queries) == 3
+        plain = MemoryRecall(MemoryRecallConfig(store=store))
+        plain.get_messages({"input": "which tea"}, {})
+        plain.get_messages({"input": "which tea"}, {})
+        assert len(store.queries) == 5
+
     def test_async_uses_aretrieve(self) -> None:
         """aget_messages awaits the store's aretrieve when it has one."""
         class AsyncStore(WordStore):
@@ -220,3 +240,14 @@ class TestMemoryFileContract(ProviderContract):
 
     def make_provider(self) -> MemoryFile:
         return MemoryFile(MemoryFileConfig(workspace=str(Path(__file__).parent)))
+
+
+def test_yaml_namespace_as_segments() -> None:
+    """memory_recall's namespace may be a list of segments in YAML; it reaches the store as a tuple."""
+    store = WordStore()
+    store.record("team notes on green tea", namespace=("team", "7"))
+    config = MemoryRecallConfig.model_validate({"namespace": ["team", "7"], "store": store})
+    assert config.namespace == ("team", "7")
+    p = MemoryRecall(config)
+    p.get_messages({"input": "green tea"}, {})
+    assert store.queries[-1][2] == ("team", "7")
