@@ -126,6 +126,35 @@ class TestTailFirst:
         assert [r.id for r in dropped] == [m.id for m in transcript[:2_000] if m.id not in kept]
 
 
+class TestFixedCosts:
+    """What a build costs per kept message beyond the request itself: nothing until somebody reads the report."""
+
+    def test_output_records_are_made_when_the_report_is_read(self) -> None:
+        """A build stores its output as recorded; the per-message records (with previews) appear on first read."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"))
+        built = builder.build({"messages": [human("hello there"), ai("hi")]})
+        report = built.report
+        assert report._records == [] and report._output is not None
+        records = report.records
+        assert [r.fate for r in records] == ["kept"] * 3 and records[1].preview == "hello there"
+        assert [r.position for r in report.kept] == [0, 1, 2] and report._output is None
+
+    def test_the_same_message_object_is_keyed_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A second count of the same object needs no cache key (the identity memo) and still counts as a hit."""
+        from ctxcore.engine import budget as budget_module
+        from ctxcore.engine.budget import CachedCounter
+
+        counter = CachedCounter(TiktokenCounter("cl100k_base"))
+        message = human("count me once")
+        keys: list[Message] = []
+        real = budget_module.count_key
+        monkeypatch.setattr(budget_module, "count_key", lambda m: keys.append(m) or real(m))
+        first = counter.count_message(message)
+        assert counter.count_message(message) == first and len(keys) == 1
+        assert (counter.hits, counter.misses) == (1, 1)
+        assert counter.count_message(human("count me once")) == first and len(keys) == 2  # an equal object: the cache
+
+
 class TestDictHistory:
     """OpenAI dicts cost what is new: no copy, comparison or conversion of the old ones per build."""
 
