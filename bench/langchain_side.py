@@ -35,7 +35,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-__all__ = ["to_langchain", "ExactCl100kCounter", "ROLES"]
+__all__ = ["to_langchain", "ExactCl100kCounter", "MemoizedCl100kCounter", "ROLES"]
 
 #: OpenAI role of each LangChain message type (what the model is sent, so what is counted).
 ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
@@ -108,3 +108,31 @@ class ExactCl100kCounter:
         self.calls += 1
         self.messages_counted += len(messages)
         return sum(self.count_message(m) for m in messages) + self.reply_priming
+
+
+class MemoizedCl100kCounter(ExactCl100kCounter):
+    """The same counts, each message tokenized once: what a careful LangChain user writes.
+
+    ``trim_messages`` calls its ``token_counter`` on many prefixes of the
+    history; LangChain messages are not hashable, so the memo is keyed by the
+    object's identity (and holds the object, so the identity cannot be reused).
+    ``tokenized`` counts the messages actually tokenized.
+    """
+
+    def __init__(self, encoding: Any) -> None:
+        super().__init__(encoding)
+        self._memo: dict[int, tuple[BaseMessage, int]] = {}
+        self.tokenized = 0
+
+    def __call__(self, messages: list[BaseMessage]) -> int:
+        """Tokens of a request made of ``messages``, from the memo where possible."""
+        self.calls += 1
+        self.messages_counted += len(messages)
+        memo, total = self._memo, self.reply_priming
+        for m in messages:
+            hit = memo.get(id(m))
+            if hit is None or hit[0] is not m:
+                hit = memo[id(m)] = (m, self.count_message(m))
+                self.tokenized += 1
+            total += hit[1]
+        return total

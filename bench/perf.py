@@ -1,27 +1,33 @@
-"""Issue 7 targets 1-5: ctxcore against LangChain's ``trim_messages`` on the same workload.
+"""Issue 16's goals: ctxcore against the best-configured peer, on the input users hold.
 
 Usage: ``make bench`` (or ``.venv/bin/python bench/perf.py [--quick] [--doc PATH] [--json PATH]``).
 
-One process run measures, on :func:`workload.coding_agent_transcript`:
+One process run, on :func:`workload.coding_agent_transcript`, every side
+counting with the same loaded cl100k_base encoding:
 
-1. next-turn build (the history grew by one message since the last build of
-   the same pipeline) of an ``n``-message history against LangChain's
-   ``trim_messages(strategy="last", include_system=True, start_on="human")``;
-2. cold build (fresh pipeline, fresh Message objects, nothing cached; the
-   tiktoken encoding already loaded on both sides) against the same LangChain
-   call (LangChain keeps no state between calls: its next turn is a cold call);
-3. scaling: ctxcore's next-turn build at ``n`` over the one at ``small_n``;
-4. a full exact count of a whole transcript through ctxcore's counter
-   (a fresh ``CachedCounter`` over the tiktoken counter) over calling the
-   tiktoken encoding directly on the same texts;
-5. the tracemalloc peak of a ctxcore next-turn build at ``n``.
+- **ctxcore**: static prompt + ``history`` + ``token_budget``, fed ``Message``
+  objects or OpenAI dicts (``dict`` rows: the list holds dicts, as the OpenAI
+  SDK and most agents do);
+- **LangChain** ``trim_messages(strategy="last", include_system=True,
+  start_on="human")`` with an uncached counter and with a per-message
+  memoized one (:mod:`langchain_side`) — the goals are against the memoized one;
+- **nanobot** (``Session.get_history`` + ``ContextGovernor.fit_to_budget``)
+  and **LlamaIndex** ``ChatMemoryBuffer`` (:mod:`peers_side`), in the peers table.
 
-Both sides count with the same loaded cl100k_base encoding and the same rule
-(see :mod:`langchain_side`). Every run also checks that the harness compares
-like with like (both outputs within budget, system prompt kept, a user message
-first after it, no tool call split from its results, equal counts in target 4)
-and stops with an error when it does not. Times are medians of repeated
-``time.perf_counter`` runs. The Markdown table goes between the
+Goals (issue 16): 1. next turn vs LangChain memoized, every size x budget x
+input form, >= 2x; 2. a replay (one build before every assistant message)
+>= 2x; 3. dict vs Message input at the largest size, next turn and cold,
+<= 1.3x; 4. dict next turn, largest / middle size, <= 1.3x; 5. cold build at
+the largest size, dict input, vs LangChain memoized with a fresh memo, >= 30x;
+6. ``approximate`` vs tiktoken on 1 MB of mixed text (bench/counter_speed.py),
+>= 5x; 7. tracemalloc peak of a dict next turn at the largest size <= 1 MB.
+
+Every run first checks fairness and stops with an error when it fails: each
+window legal (system prompt first, then a user message, no tool call split
+from its results), within the budget by an independent count (LangChain's
+exact counter on the window converted to LangChain messages), and ctxcore's
+window within a few messages of LangChain's. Times are medians of
+``time.perf_counter`` runs after a collection. The Markdown goes between the
 ``bench:perf`` markers of docs/performance.md, the raw numbers to
 bench/results/perf.json (``--quick``, the CI smoke mode, writes neither unless
 given paths).
@@ -54,6 +60,7 @@ if str(BENCH) not in sys.path:
 import ctxcore_counters.plugin  # noqa: E402
 import ctxcore_filters.plugin  # noqa: E402
 import ctxcore_providers.plugin  # noqa: E402
+from counter_speed import measure as counter_speed  # noqa: E402
 from ctxcore_counters.tiktoken_counter import TiktokenCounter  # noqa: E402
 from langchain_core.messages import (  # noqa: E402
     BaseMessage,
@@ -61,7 +68,8 @@ from langchain_core.messages import (  # noqa: E402
     SystemMessage,
     trim_messages,
 )
-from langchain_side import ExactCl100kCounter, to_langchain  # noqa: E402
+from langchain_side import ExactCl100kCounter, MemoizedCl100kCounter, to_langchain  # noqa: E402
+from peers_side import LlamaIndexSide, NanobotSide, available  # noqa: E402
 from report_table import markdown_table, write_section  # noqa: E402
 from workload import as_messages, coding_agent_transcript  # noqa: E402
 
@@ -77,41 +85,46 @@ __all__ = ["Config", "Target", "Results", "run", "render", "main", "SYSTEM_PROMP
 SECTION = "perf"
 DOC = ROOT / "docs" / "performance.md"
 JSON_OUT = BENCH / "results" / "perf.json"
-MEMORY_LIMIT = 5_000_000  # bytes: target 5's "5 MB"
+MEMORY_LIMIT = 1_000_000  # bytes: goal 7's "1 MB"
+WINDOW_SLACK = 12  # messages: "the same window size within a few messages"
 SYSTEM_PROMPT = (
     "You are a careful coding agent working in a Python repository. Read files before changing them, "
     "run the tests after every change, explain what you did and why in a few sentences, and never "
     "invent file contents or test results: call a tool when you need to know something."
 )
+FORMS = ("dict", "Message")
 
 
 class HarnessError(RuntimeError):
-    """The two sides did not produce comparable, valid outputs: the numbers would mean nothing."""
+    """The sides did not produce comparable, valid outputs: the numbers would mean nothing."""
 
 
 @dataclass(frozen=True)
 class Config:
     """Sizes and repetitions of one run."""
 
-    n: int = 20_000
-    small_n: int = 2_000
-    budget: int = 8_000
+    sizes: tuple[int, ...] = (200, 2_000, 20_000)
+    budgets: tuple[int, ...] = (8_000, 128_000)
     seed: int = 0
-    reps: int = 9  # ctxcore next-turn builds per size
+    reps: int = 9  # next-turn builds (and LangChain calls) per cell
     cold_reps: int = 3
-    langchain_reps: int = 3
-    count_n: int = 2_000  # transcript length of target 4
-    count_reps: int = 5
+    uncached_reps: int = 1  # LangChain with the uncached counter: seconds per call at 20,000
+    replay_turns: int = 400
+    replay_budget: int = 8_000
+    peer_n: int = 2_000  # nanobot's size
+    llamaindex_n: int = 200  # ChatMemoryBuffer is quadratic in what it drops
+    counter_speed: bool = True
 
     @classmethod
     def quick(cls) -> Config:
         """The CI smoke sizes: every code path once, in seconds."""
-        return cls(n=300, small_n=100, reps=1, cold_reps=1, langchain_reps=1, count_n=100, count_reps=1)
+        return cls(sizes=(60, 120, 300), budgets=(8_000, 20_000), reps=1, cold_reps=1, replay_turns=10,
+                   peer_n=60, llamaindex_n=30, counter_speed=False)
 
 
 @dataclass
 class Target:
-    """One row of the table: what was measured on each side and whether the goal is met."""
+    """One row of the goals table: what was measured on each side and whether the goal is met."""
 
     id: int
     name: str
@@ -124,8 +137,6 @@ class Target:
     op: str  # ">=" or "<="
     goal: float
     met: bool
-    ctxcore_runs: list[float] = field(default_factory=list)
-    reference_runs: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -136,29 +147,25 @@ class Results:
     config: dict[str, Any]
     machine: dict[str, Any]
     targets: list[Target]
+    cells: list[dict[str, Any]]
+    peers: list[dict[str, Any]]
     checks: dict[str, Any]
     outputs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         """The raw results as written to bench/results/perf.json."""
-        return {
-            "command": self.command,
-            "config": self.config,
-            "machine": self.machine,
-            "targets": [asdict(t) for t in self.targets],
-            "checks": self.checks,
-        }
+        return {"command": self.command, "config": self.config, "machine": self.machine,
+                "targets": [asdict(t) for t in self.targets], "cells": self.cells, "peers": self.peers,
+                "checks": self.checks}
 
 
-def _target(id: int, name: str, ours: list[float], ref: list[float], ref_name: str, unit: str,
-            op: str, goal: float, ratio_of: Callable[[float, float], float], meaning: str) -> Target:
-    a, b = statistics.median(ours), statistics.median(ref)
-    ratio = ratio_of(a, b)
+def _target(id: int, name: str, ours: float, ref: float, ref_name: str, unit: str, op: str, goal: float,
+            ratio: float, meaning: str) -> Target:
     met = ratio >= goal if op == ">=" else ratio <= goal
-    return Target(id, name, a, b, ref_name, unit, ratio, meaning, op, goal, met, ours, ref)
+    return Target(id, name, ours, ref, ref_name, unit, ratio, meaning, op, goal, met)
 
 
-# ----------------------------------------------------------------- the two sides
+# ----------------------------------------------------------------- ctxcore
 
 
 def pipeline_yaml(budget: int) -> str:
@@ -198,7 +205,7 @@ def growth(count: int, seed: int) -> list[dict[str, Any]]:
 
 
 def encoding_of(counter: CachedCounter) -> Any:
-    """The loaded tiktoken encoding behind a builder's counter (shared with the LangChain side)."""
+    """The loaded tiktoken encoding behind a builder's counter (shared with every peer)."""
     inner = counter.counter
     if not isinstance(inner, TiktokenCounter):
         raise HarnessError(f"the pipeline counts with {type(inner).__name__}, not the tiktoken counter")
@@ -213,52 +220,44 @@ def _timed(call: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, 
     return time.perf_counter() - started, out
 
 
-def ctxcore_next_turn(dicts: list[dict[str, Any]], extra: list[dict[str, Any]], budget: int) -> tuple[list[float], BuiltContext, Pipeline, list[Message]]:
+def history_of(dicts: Sequence[dict[str, Any]], form: str) -> list[Any]:
+    """The history as the caller holds it: fresh dict copies or ``Message`` objects (built outside any timing)."""
+    return [dict(d) for d in dicts] if form == "dict" else as_messages(dicts)
+
+
+def item_of(d: dict[str, Any], form: str, i: int) -> Any:
+    return dict(d) if form == "dict" else Message.from_openai(d, id=f"g{i}")
+
+
+def ctxcore_next_turn(dicts: list[dict[str, Any]], extra: list[dict[str, Any]], budget: int, form: str) -> tuple[list[float], BuiltContext, Pipeline, list[Any]]:
     """Times of builds that each follow a build of the same history minus its newest message."""
     pipeline = make_pipeline(budget)
-    history = as_messages(dicts)
-    grown = [Message.from_openai(d, id=f"g{i}") for i, d in enumerate(extra)]
+    history = history_of(dicts, form)
     state = {"messages": history}
     built = pipeline.build(state)  # the previous turn's build
     times = []
-    for message in grown:
-        history.append(message)
+    for i, d in enumerate(extra):
+        history.append(item_of(d, form, i))
         elapsed, built = _timed(pipeline.build, state)
         times.append(elapsed)
     return times, built, pipeline, history
 
 
-def ctxcore_cold(dicts: list[dict[str, Any]], reps: int, budget: int) -> tuple[list[float], BuiltContext]:
-    """Times of first builds: fresh pipeline and fresh Message objects (no cached fingerprint or count)."""
+def ctxcore_cold(dicts: list[dict[str, Any]], reps: int, budget: int, form: str) -> tuple[list[float], BuiltContext]:
+    """Times of first builds: fresh pipeline and fresh history objects (nothing converted, counted or cached)."""
     times, built = [], None
     for _ in range(reps):
         pipeline = make_pipeline(budget)
-        state = {"messages": as_messages(dicts)}
+        state = {"messages": history_of(dicts, form)}
         elapsed, built = _timed(pipeline.build, state)
         times.append(elapsed)
     assert built is not None
     return times, built
 
 
-def langchain_calls(dicts: list[dict[str, Any]], extra: list[dict[str, Any]], budget: int, encoding: Any) -> tuple[list[float], list[BaseMessage], ExactCl100kCounter]:
-    """Times of ``trim_messages`` calls on the history grown by one message before each call."""
-    history = to_langchain(dicts, SYSTEM_PROMPT)
-    grown = to_langchain(extra)
-    counter = ExactCl100kCounter(encoding)
-    times: list[float] = []
-    kept: list[BaseMessage] = []
-    for message in grown:
-        history.append(message)
-        elapsed, kept = _timed(
-            trim_messages, history, strategy="last", include_system=True, start_on="human", max_tokens=budget, token_counter=counter,
-        )
-        times.append(elapsed)
-    return times, kept, counter
-
-
-def memory_peak(pipeline: Pipeline, history: list[Message], message: Message) -> int:
-    """tracemalloc peak (bytes) of one next-turn build: the history grows by ``message``."""
-    history.append(message)
+def memory_peak(pipeline: Pipeline, history: list[Any], item: Any) -> int:
+    """tracemalloc peak (bytes) of one next-turn build: the history grows by ``item``."""
+    history.append(item)
     state = {"messages": history}
     gc.collect()
     tracemalloc.start()
@@ -269,68 +268,68 @@ def memory_peak(pipeline: Pipeline, history: list[Message], message: Message) ->
         tracemalloc.stop()
 
 
-def counted_texts(messages: Sequence[Message]) -> list[str]:
-    """The strings ctxcore's tiktoken counter tokenizes for ``messages`` (string contents only).
+# ----------------------------------------------------------------- LangChain
 
-    Role, content, name, tool_call_id and each tool call's id, name and JSON
-    arguments: exactly what ``MessageCounter.count_message`` passes to
-    ``count_text``; empty strings are left out (neither side encodes them).
+
+def trim(history: list[BaseMessage], budget: int, counter: Any) -> list[BaseMessage]:
+    return trim_messages(history, strategy="last", include_system=True, start_on="human", max_tokens=budget,
+                         token_counter=counter)
+
+
+def langchain_next_turn(dicts: list[dict[str, Any]], extra: list[dict[str, Any]], budget: int, counter: Any) -> tuple[list[float], list[BaseMessage]]:
+    """Times of ``trim_messages`` calls after one call on the history minus its newest message (the memo warm)."""
+    history = to_langchain(dicts, SYSTEM_PROMPT)
+    kept = trim(history, budget, counter)
+    times: list[float] = []
+    for message in to_langchain(extra):
+        history.append(message)
+        elapsed, kept = _timed(trim, history, budget, counter)
+        times.append(elapsed)
+    return times, kept
+
+
+def replay(dicts: list[dict[str, Any]], turns: int, budget: int, encoding: Any) -> dict[str, Any]:
+    """One build before every assistant message of the transcript, the history growing as an agent's does.
+
+    ctxcore keeps one pipeline and appends dicts to one list; LangChain keeps one
+    memoized counter and appends to one message list. Returns both total times.
     """
-    texts: list[str] = []
-    for m in messages:
-        if not isinstance(m.content, (str, type(None))):
-            raise HarnessError(f"message {m.id}: the workload only has string contents")
-        texts += [m.role, m.content or "", m.name or "", m.tool_call_id or ""]
-        for call in m.tool_calls:
-            texts += [call.id, call.name, call.arguments]
-    return [t for t in texts if t]
-
-
-def _count_once(dicts: list[dict[str, Any]], ctxcore_first: bool) -> tuple[float, float, dict[str, int]]:
-    """One timed full count on each side, on fresh Message objects (fingerprints are part of ctxcore's cost)."""
-    messages = as_messages(dicts)
-    counter = CachedCounter(TiktokenCounter("cl100k_base"))
-    encode = encoding_of(counter).encode_ordinary  # the very encoding ctxcore counts with
-    texts = counted_texts(messages)
-    sides: list[tuple[str, Callable[[], int]]] = [
-        ("ctxcore", lambda: counter.count_messages(messages)),
-        ("tiktoken", lambda: sum(len(encode(t)) for t in texts)),
-    ]
-    times: dict[str, float] = {}
-    totals: dict[str, int] = {}
-    for name, fn in sides if ctxcore_first else sides[::-1]:
-        times[name], totals[name] = _timed(fn)
-    overheads = sum(3 + 3 * len(m.tool_calls) + (1 if m.name else 0) for m in messages) + 3
-    if totals["ctxcore"] != totals["tiktoken"] + overheads:
-        raise HarnessError(
-            f"target 4 counts differ: ctxcore {totals['ctxcore']}, tiktoken {totals['tiktoken']} + overheads {overheads}"
-        )
-    totals.update(messages=len(messages), texts=len(texts), characters=sum(map(len, texts)))
-    return times["ctxcore"], times["tiktoken"], totals
-
-
-def full_count(dicts: list[dict[str, Any]], reps: int) -> tuple[list[float], list[float], dict[str, int]]:
-    """Times of counting every message through ctxcore's counter and of encoding the same texts directly.
-
-    The order alternates between repetitions so neither side always runs on the warmer machine.
-    """
-    ours: list[float] = []
-    direct: list[float] = []
-    totals: dict[str, int] = {}
-    for rep in range(reps):
-        a, b, totals = _count_once(dicts, ctxcore_first=rep % 2 == 0)
-        ours.append(a)
-        direct.append(b)
-    return ours, direct, totals
+    points = [i for i, d in enumerate(dicts) if d["role"] == "assistant"][:turns]
+    if len(points) < turns:
+        raise HarnessError(f"the transcript has {len(points)} assistant messages, the replay needs {turns}")
+    pipeline, history, state = make_pipeline(budget), [], {"messages": []}
+    history = state["messages"]
+    lc_history = [to_langchain([], SYSTEM_PROMPT)[0]]
+    lc_all = to_langchain(dicts)
+    counter = MemoizedCl100kCounter(encoding)
+    ours = theirs = 0.0
+    done = 0
+    for point in points:
+        history.extend(dict(d) for d in dicts[done:point])
+        lc_history.extend(lc_all[done:point])
+        done = point
+        started = time.perf_counter()  # no collection per build here: 2 x turns of them would dominate the run
+        built = pipeline.build(state)
+        middle = time.perf_counter()
+        kept = trim(lc_history, budget, counter)
+        ours, theirs = ours + middle - started, theirs + time.perf_counter() - middle
+    check_ctxcore_output(built, encoding, budget)
+    check_langchain_output(kept, ExactCl100kCounter(encoding), budget)
+    return {"ctxcore_s": ours, "langchain_s": theirs, "turns": turns, "final_messages": points[-1]}
 
 
 # ----------------------------------------------------------------- checks
 
 
-def check_ctxcore_output(built: BuiltContext, counter: Any, budget: int) -> dict[str, Any]:
-    """Within budget, system prompt first, a user message first after the system messages, no split tool call."""
+def independent_count(messages: Sequence[Message], encoding: Any) -> int:
+    """Tokens of a ctxcore window by LangChain's exact counter (not ctxcore's): the fairness count."""
+    return ExactCl100kCounter(encoding)(to_langchain([m.to_openai() for m in messages]))
+
+
+def check_ctxcore_output(built: BuiltContext, encoding: Any, budget: int) -> dict[str, Any]:
+    """Within budget by the independent count, system prompt first, then a user message, no split tool call."""
     messages = list(built.messages)
-    tokens = counter.count_messages(messages)
+    tokens = independent_count(messages, encoding)
     if tokens > budget:
         raise HarnessError(f"ctxcore output is {tokens} tokens, over the {budget}-token budget")
     if not messages or messages[0].role != "system" or messages[0].text != SYSTEM_PROMPT:
@@ -355,6 +354,28 @@ def check_langchain_output(kept: list[BaseMessage], counter: ExactCl100kCounter,
     if not isinstance(kept[1], HumanMessage):
         raise HarnessError(f"LangChain output starts on {kept[1].type} after the system prompt, not human")
     return {"tokens": tokens, "messages": len(kept)}
+
+
+def check_dict_window(name: str, window: list[dict[str, Any]], encoding: Any, budget: int) -> dict[str, Any]:
+    """A peer's window (OpenAI dicts): legal and within budget by the independent count."""
+    messages = [Message.from_openai(d) for d in window]
+    if not messages or messages[0].role != "system":
+        raise HarnessError(f"{name} output does not start with the system prompt")
+    rest = [m for m in messages if m.role != "system"]
+    if not rest or rest[0].role != "user":
+        raise HarnessError(f"{name} output does not start on a user message after the system prompt")
+    try:
+        check_tool_pairing(messages)
+    except InvalidHistory as exc:
+        raise HarnessError(f"{name} output splits a tool call from its results: {exc}") from exc
+    tokens = independent_count(messages, encoding)
+    return {"tokens": tokens, "messages": len(messages), "within_budget": tokens <= budget}
+
+
+def check_same_window(ours: dict[str, Any], theirs: dict[str, Any], where: str) -> None:
+    if abs(ours["messages"] - theirs["messages"]) > WINDOW_SLACK:
+        raise HarnessError(f"{where}: ctxcore keeps {ours['messages']} messages, LangChain {theirs['messages']}: "
+                           "the windows are not comparable")
 
 
 # ----------------------------------------------------------------- run
@@ -387,63 +408,128 @@ def machine_info() -> dict[str, Any]:
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "ctxcore": ver("ctxcore"),
-        "langchain-core": ver("langchain-core"),
-        "tiktoken": ver("tiktoken"),
+        "versions": {d: ver(d) for d in ("ctxcore", "langchain-core", "nanobot-ai", "llama-index-core", "tiktoken")},
         "commit": commit or "unknown",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
 
 
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
 def run(config: Config, command: str = "", log: Callable[[str], None] = lambda s: None) -> Results:
-    """Measure targets 1-5 once; raises :class:`HarnessError` when the outputs are not comparable."""
+    """Measure every goal once; raises :class:`HarnessError` when the outputs are not comparable."""
     machine = machine_info()
-    big = coding_agent_transcript(config.n, config.seed)
-    small = coding_agent_transcript(config.small_n, config.seed)
-    extra = growth(max(config.reps, config.langchain_reps) + 1, config.seed)
-    ours_extra, lc_extra, last = extra[:config.reps], extra[:config.langchain_reps], extra[-1]
+    big, middle = config.sizes[-1], config.sizes[-2]
+    transcripts = {n: coding_agent_transcript(n, config.seed) for n in config.sizes}
+    extra = growth(config.reps + 1, config.seed)
+    encoding = encoding_of(make_pipeline(config.budgets[0]).builder().counter)
+    cells: list[dict[str, Any]] = []
+    keep: dict[tuple[int, int, str], Any] = {}
+    for budget in config.budgets:
+        for n in config.sizes:
+            log(f"next turn at {n:,} messages, {budget:,}-token budget")
+            lc_times, kept = langchain_next_turn(transcripts[n], extra[:config.reps], budget, MemoizedCl100kCounter(encoding))
+            lc_check = check_langchain_output(kept, ExactCl100kCounter(encoding), budget)
+            for form in FORMS:
+                times, built, pipeline, history = ctxcore_next_turn(transcripts[n], extra[:config.reps], budget, form)
+                check = check_ctxcore_output(built, encoding, budget)
+                check_same_window(check, lc_check, f"{n} messages, budget {budget}, {form}")
+                if (n, budget) == (config.sizes[-1], config.budgets[0]):  # the memory goal's and the smoke test's
+                    keep[(n, budget, form)] = (pipeline, history, built)
+                cells.append({"n": n, "budget": budget, "form": form, "ctxcore_s": _median(times),
+                              "langchain_memo_s": _median(lc_times), "ratio": _median(lc_times) / _median(times),
+                              "ctxcore_window": check, "langchain_window": lc_check})
 
-    log(f"ctxcore next-turn builds at {config.n} and {config.small_n} messages")
-    next_big, built, pipeline, history = ctxcore_next_turn(big, ours_extra, config.budget)
-    next_small, _, _, _ = ctxcore_next_turn(small, ours_extra, config.budget)
-    counter = pipeline.builder().counter
-    ctx_check = check_ctxcore_output(built, counter, config.budget)
-    log("ctxcore memory peak of a next-turn build")
-    peak = memory_peak(pipeline, history, Message.from_openai(last, id="g-last"))
-    log(f"ctxcore cold builds at {config.n} messages")
-    cold, cold_built = ctxcore_cold(big, config.cold_reps, config.budget)
-    check_ctxcore_output(cold_built, counter, config.budget)
-    log(f"LangChain trim_messages at {config.n} messages ({config.langchain_reps} calls)")
-    lc_times, kept, lc_counter = langchain_calls(big, lc_extra, config.budget, encoding_of(counter))
-    lc_counted = lc_counter.messages_counted // len(lc_times)  # before the check below counts once more
-    lc_check = check_langchain_output(kept, lc_counter, config.budget)
-    log(f"full exact count of a {config.count_n}-message transcript")
-    count_ours, count_direct, totals = full_count(coding_agent_transcript(config.count_n, config.seed), config.count_reps)
+    b0 = config.budgets[0]
+    log(f"cold builds at {big:,} messages")
+    cold = {form: _median(ctxcore_cold(transcripts[big], config.cold_reps, b0, form)[0]) for form in FORMS}
+    lc_cold_times = []
+    for _ in range(config.cold_reps):
+        elapsed, _kept = _timed(trim, to_langchain(transcripts[big], SYSTEM_PROMPT), b0, MemoizedCl100kCounter(encoding))
+        lc_cold_times.append(elapsed)
+    lc_cold = _median(lc_cold_times)
+    log(f"LangChain with the uncached counter at {middle:,} and {big:,} messages")
+    uncached = {}
+    for n in (middle, big):
+        times, _ = langchain_next_turn(transcripts[n], extra[:config.uncached_reps], b0, ExactCl100kCounter(encoding))
+        uncached[n] = _median(times)
+    log("memory peak of a dict next turn")
+    pipeline, history, _ = keep[(big, b0, "dict")]
+    peak = memory_peak(pipeline, history, dict(extra[-1]))
+    log(f"replay: {config.replay_turns} builds")
+    rep = replay(coding_agent_transcript(max(4 * config.replay_turns, 200), config.seed), config.replay_turns,
+                 config.replay_budget, encoding)
+    speed = counter_speed() if config.counter_speed else None
+    peers = run_peers(config, encoding, extra, log)
 
+    def cell(n: int, budget: int, form: str) -> dict[str, Any]:
+        return next(c for c in cells if (c["n"], c["budget"], c["form"]) == (n, budget, form))
+
+    worst = min(cells, key=lambda c: c["ratio"])
+    nt = {form: cell(big, b0, form)["ctxcore_s"] for form in FORMS}
     targets = [
-        _target(1, f"next-turn build, {config.n:,} messages", next_big, lc_times, "LangChain trim_messages", "s",
-                ">=", 1000, lambda a, b: b / a, "LangChain time / ctxcore time"),
-        _target(2, f"cold build, {config.n:,} messages", cold, lc_times, "LangChain trim_messages", "s",
-                ">=", 100, lambda a, b: b / a, "LangChain time / ctxcore time"),
-        _target(3, f"scaling: next-turn {config.n:,} vs {config.small_n:,} messages", next_big, next_small,
-                f"ctxcore next-turn at {config.small_n:,}", "s", "<=", 1.5, lambda a, b: a / b,
-                f"ctxcore at {config.n:,} / ctxcore at {config.small_n:,}"),
-        _target(4, f"full exact count, {config.count_n:,} messages", count_ours, count_direct, "tiktoken encode, same texts", "s",
-                "<=", 1.1, lambda a, b: a / b, "ctxcore time / tiktoken time"),
-        _target(5, f"memory of a next-turn build, {config.n:,} messages", [float(peak)], [float(MEMORY_LIMIT)],
-                "limit (5 MB)", "bytes", "<=", 1.0, lambda a, b: a / b, "tracemalloc peak / 5 MB"),
+        _target(1, f"next turn vs LangChain + memoized counter, worst of {len(cells)} cells "
+                   f"({worst['n']:,} messages, {worst['budget']:,} budget, {worst['form']})",
+                worst["ctxcore_s"], worst["langchain_memo_s"], "LangChain memoized", "s", ">=", 2,
+                worst["ratio"], "LangChain / ctxcore"),
+        _target(2, f"{rep['turns']}-turn replay (history to {rep['final_messages']:,} messages), dict input",
+                rep["ctxcore_s"], rep["langchain_s"], "LangChain memoized", "s", ">=", 2,
+                rep["langchain_s"] / rep["ctxcore_s"], "LangChain / ctxcore"),
+        _target(3, f"dict vs Message input, next turn, {big:,} messages", nt["dict"], nt["Message"], "ctxcore, Message input",
+                "s", "<=", 1.3, nt["dict"] / nt["Message"], "dict / Message"),
+        _target(3, f"dict vs Message input, cold, {big:,} messages", cold["dict"], cold["Message"], "ctxcore, Message input",
+                "s", "<=", 1.3, cold["dict"] / cold["Message"], "dict / Message"),
+        _target(4, f"next turn {big:,} / {middle:,} messages, dict input", nt["dict"], cell(middle, b0, "dict")["ctxcore_s"],
+                f"ctxcore at {middle:,}", "s", "<=", 1.3, nt["dict"] / cell(middle, b0, "dict")["ctxcore_s"],
+                f"{big:,} / {middle:,}"),
+        _target(5, f"cold build, {big:,} messages, dict input", cold["dict"], lc_cold, "LangChain memoized, fresh memo",
+                "s", ">=", 30, lc_cold / cold["dict"], "LangChain / ctxcore"),
     ]
-    checks = {
-        "ctxcore_next_turn_output": ctx_check,
-        "langchain_output": lc_check,
-        "langchain_messages_counted_per_call": lc_counted,
-        "ctxcore_cache": {"hits": counter.hits, "misses": counter.misses},
-        "full_count": totals,
-        "workload_characters": sum(len(d.get("content") or "") for d in big),
-    }
-    cfg = asdict(config)
-    return Results(command, cfg, machine, targets, checks,
-                   outputs={"ctxcore": list(built.messages), "langchain": kept, "counter": counter})
+    if speed is not None:
+        targets.append(_target(6, "`approximate` vs tiktoken, 1 MB mixed text", speed["approximate_s"], speed["tiktoken_s"],
+                               "tiktoken cl100k_base", "s", ">=", 5, speed["speedup"], "tiktoken / approximate"))
+    targets.append(_target(7, f"tracemalloc peak of a next turn, {big:,} messages, dict input", float(peak),
+                           float(MEMORY_LIMIT), "limit (1 MB)", "bytes", "<=", 1.0, peak / MEMORY_LIMIT, "peak / 1 MB"))
+    checks = {"cold_s": cold, "langchain_cold_memo_s": lc_cold, "langchain_uncached_s": uncached, "replay": rep,
+              "memory_peak_bytes": peak, "counter_speed": speed,
+              "workload_characters": sum(len(d.get("content") or "") for d in transcripts[big])}
+    last = keep[(big, b0, "Message")]
+    return Results(command, asdict(config), machine, targets, cells, peers, checks,
+                   outputs={"ctxcore": list(last[2].messages), "counter": last[0].builder().counter, "encoding": encoding})
+
+
+def run_peers(config: Config, encoding: Any, extra: list[dict[str, Any]], log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """nanobot and LlamaIndex next turns (8k budget), beside LangChain memoized and ctxcore at the same size."""
+    found = available()
+    budget = config.budgets[0]
+    rows: list[dict[str, Any]] = []
+    sides: list[tuple[str, int, Callable[[list[dict[str, Any]]], Any]]] = []
+    if found["nanobot"]:
+        sides.append(("nanobot (get_history + fit_to_budget)", config.peer_n,
+                      lambda d: NanobotSide(d, SYSTEM_PROMPT, budget, encoding)))
+    if found["llamaindex"]:
+        sides.append(("LlamaIndex ChatMemoryBuffer", config.llamaindex_n,
+                      lambda d: LlamaIndexSide(d, SYSTEM_PROMPT, budget, encoding)))
+    for name, n, make in sides:
+        log(f"{name} at {n:,} messages")
+        dicts = coding_agent_transcript(n, config.seed)
+        side = make(dicts)
+        side.turn()
+        reps = max(1, min(config.reps, 3 if "Llama" in name else config.reps))
+        times, window = [], []
+        for d in extra[:reps]:
+            side.append(d)
+            elapsed, window = _timed(side.turn)
+            times.append(elapsed)
+        check = check_dict_window(name, window, encoding, budget)
+        ours, built, _, _ = ctxcore_next_turn(dicts, extra[:reps], budget, "dict")
+        lc, _ = langchain_next_turn(dicts, extra[:reps], budget, MemoizedCl100kCounter(encoding))
+        rows.append({"peer": name, "n": n, "peer_s": _median(times), "ctxcore_dict_s": _median(ours),
+                     "langchain_memo_s": _median(lc), "window": check,
+                     "ctxcore_window": check_ctxcore_output(built, encoding, budget)})
+    return rows
 
 
 # ----------------------------------------------------------------- report
@@ -457,36 +543,48 @@ def _fmt(value: float, unit: str) -> str:
 
 def render(results: Results) -> str:
     """The Markdown written between the ``bench:perf`` markers."""
-    rows = []
-    for t in results.targets:
-        rows.append([
-            t.id, t.name, _fmt(t.ctxcore, t.unit), f"{_fmt(t.reference, t.unit)} ({t.reference_name})",
-            f"{t.ratio:,.2f}×", f"{t.op} {t.goal:g}× ({t.ratio_meaning})", "✅" if t.met else "❌",
-        ])
-    rows.append([6, "prompt-cache economics", "see [Prompt-cache economics](#prompt-cache-economics)", "", "", "", ""])
-    m, c = results.machine, results.config
-    table = markdown_table(["#", "target", "ctxcore", "reference", "measured ratio", "goal", "met"], rows, "rlrrrll")
-    ctx, lc = results.checks["ctxcore_next_turn_output"], results.checks["langchain_output"]
+    rows = [[t.id, t.name, _fmt(t.ctxcore, t.unit), f"{_fmt(t.reference, t.unit)} ({t.reference_name})",
+             f"{t.ratio:,.2f}×", f"{t.op} {t.goal:g}× ({t.ratio_meaning})", "✅ met" if t.met else "❌ not met"]
+            for t in results.targets]
+    table = markdown_table(["#", "goal", "ctxcore", "reference", "measured", "goal", "met"], rows, "rlrrrll")
+    cell_rows = [[f"{c['n']:,}", f"{c['budget']:,}", c["form"], _fmt(c["ctxcore_s"], "s"), _fmt(c["langchain_memo_s"], "s"),
+                  f"{c['ratio']:,.2f}×", f"{c['ctxcore_window']['messages']} / {c['langchain_window']['messages']}"]
+                 for c in results.cells]
+    cells = markdown_table(["messages", "budget", "input", "ctxcore", "LangChain memoized", "ratio", "window (ctxcore / LangChain)"],
+                           cell_rows, "rrlrrrr")
+    peer_rows = [[p["peer"], f"{p['n']:,}", _fmt(p["peer_s"], "s"), _fmt(p["ctxcore_dict_s"], "s"), _fmt(p["langchain_memo_s"], "s"),
+                  f"{p['window']['messages']} msgs / {p['window']['tokens']:,} tok"
+                  + ("" if p["window"]["within_budget"] else " (over budget)"),
+                  f"{p['ctxcore_window']['messages']} msgs / {p['ctxcore_window']['tokens']:,} tok"]
+                 for p in results.peers]
+    peers = markdown_table(["peer", "messages", "peer next turn", "ctxcore (dict)", "LangChain memoized", "peer window", "ctxcore window"],
+                           peer_rows, "lrrrrll") if peer_rows else "(no peer installed)"
+    m, c, k = results.machine, results.config, results.checks
+    unc = ", ".join(f"{_fmt(v, 's')} at {int(n):,}" for n, v in k["langchain_uncached_s"].items())
     return "\n".join([
         f"Command: `{results.command}` — {m['date']}, commit `{m['commit']}`.",
         "",
         table,
         "",
-        f"- Workload: `coding_agent_transcript({c['n']}, seed={c['seed']})` "
-        f"({results.checks['workload_characters'] / 1e6:.1f} MB of message text), {c['budget']:,}-token budget, "
-        "tiktoken cl100k_base on both sides; medians of "
-        f"{c['reps']} ctxcore next-turn builds, {c['cold_reps']} cold builds, {c['langchain_reps']} LangChain calls, "
-        f"{c['count_reps']} full counts.",
-        f"- Kept windows (last next-turn build): ctxcore {ctx['messages']} messages / {ctx['tokens']:,} tokens; "
-        f"LangChain {lc['messages']} messages / {lc['tokens']:,} tokens; LangChain counted "
-        f"{results.checks['langchain_messages_counted_per_call']:,} messages per call.",
+        "Next turn, every cell of goal 1 (medians of "
+        f"{c['reps']} builds; windows in messages, within the budget by LangChain's exact counter):",
+        "",
+        cells,
+        "",
+        "Peers (next turn, 8k budget; every window checked legal; tokens by the same independent count):",
+        "",
+        peers,
+        "",
+        f"- Workload: `coding_agent_transcript(n, seed={c['seed']})` "
+        f"({k['workload_characters'] / 1e6:.1f} MB of message text at {c['sizes'][-1]:,} messages), "
+        "tiktoken cl100k_base everywhere. LangChain with the uncached counter (one call): " + unc + ".",
         f"- Machine: {m['cpu']}, {m['cpus']} CPUs (load average {m['load_average']}), {m['platform']}, "
-        f"Python {m['python']}, langchain-core {m['langchain-core']}, tiktoken {m['tiktoken']}.",
+        f"Python {m['python']}, " + ", ".join(f"{d} {v}" for d, v in m["versions"].items()) + ".",
     ])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark, print the table, and write the docs section and the JSON results."""
+    """Run the benchmark, print the tables, and write the docs section and the JSON results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI smoke sizes (300 messages, one repetition); writes nothing unless --doc/--json")
     parser.add_argument("--doc", type=Path, default=None, help=f"page with the bench:{SECTION} markers (default {DOC.relative_to(ROOT)})")

@@ -17,6 +17,8 @@ import pytest
 from ctxcore_counters import TiktokenCounter
 from ctxcore_filters import TokenBudget
 from ctxcore_providers import History, StaticPrompt
+from ctxcore_providers import history as history_module
+from ctxcore_providers.history import GUARD
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -63,8 +65,13 @@ def agent_builder(counter: Any, budget: int = BUDGET, **budget_options: Any) -> 
 
 
 @pytest.fixture(scope="module")
-def transcript() -> list[Message]:
-    return as_messages(coding_agent_transcript(20_001))
+def dict_transcript() -> list[dict[str, Any]]:
+    return coding_agent_transcript(20_001)
+
+
+@pytest.fixture(scope="module")
+def transcript(dict_transcript: list[dict[str, Any]]) -> list[Message]:
+    return as_messages(dict_transcript)
 
 
 class TestTailFirst:
@@ -119,6 +126,98 @@ class TestTailFirst:
         assert [r.id for r in dropped] == [m.id for m in transcript[:2_000] if m.id not in kept]
 
 
+class TestFixedCosts:
+    """What a build costs per kept message beyond the request itself: nothing until somebody reads the report."""
+
+    def test_output_records_are_made_when_the_report_is_read(self) -> None:
+        """A build stores its output as recorded; the per-message records (with previews) appear on first read."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"))
+        built = builder.build({"messages": [human("hello there"), ai("hi")]})
+        report = built.report
+        assert report._records == [] and report._output is not None
+        records = report.records
+        assert [r.fate for r in records] == ["kept"] * 3 and records[1].preview == "hello there"
+        assert [r.position for r in report.kept] == [0, 1, 2] and report._output is None
+
+    def test_the_same_message_object_is_keyed_once(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A second count of the same object needs no cache key (the identity memo) and still counts as a hit."""
+        from ctxcore.engine import budget as budget_module
+        from ctxcore.engine.budget import CachedCounter
+
+        counter = CachedCounter(TiktokenCounter("cl100k_base"))
+        message = human("count me once")
+        keys: list[Message] = []
+        real = budget_module.count_key
+        monkeypatch.setattr(budget_module, "count_key", lambda m: keys.append(m) or real(m))
+        first = counter.count_message(message)
+        assert counter.count_message(message) == first and len(keys) == 1
+        assert (counter.hits, counter.misses) == (1, 1)
+        assert counter.count_message(human("count me once")) == first and len(keys) == 2  # an equal object: the cache
+
+
+class TestDictHistory:
+    """OpenAI dicts cost what is new: no copy, comparison or conversion of the old ones per build."""
+
+    def test_a_next_turn_over_dicts_converts_and_copies_only_the_new_dict(
+        self, dict_transcript: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """After one appended dict the history provider converts one dict, deep-copies one, and compares GUARD."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"))
+        history = [dict(d) for d in dict_transcript[:20_000]]
+        state = {"messages": history}
+        builder.build(state)
+        calls = {"convert": 0, "copy": 0}
+        convert, deepcopy = Message.from_openai.__func__, history_module.copy.deepcopy  # type: ignore[attr-defined]
+
+        def counted_convert(cls: type[Message], data: Any, **kw: Any) -> Message:
+            calls["convert"] += 1
+            return convert(cls, data, **kw)
+
+        def counted_copy(value: Any, *args: Any) -> Any:
+            calls["copy"] += 1
+            return deepcopy(value, *args)
+
+        monkeypatch.setattr(Message, "from_openai", classmethod(counted_convert))
+        monkeypatch.setattr(history_module.copy, "deepcopy", counted_copy)
+        history.append(dict(dict_transcript[20_000]))
+        tracemalloc.start()
+        try:
+            built = builder.build(state)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert calls == {"convert": 1, "copy": 1}
+        assert peak < 1_000_000  # pointers only: the goal of issue 16 (target 7 of make bench)
+        assert built.messages[-1].text == Message.from_openai(dict_transcript[20_000]).text
+
+    def test_an_in_place_edit_of_a_recent_dict_is_noticed(self) -> None:
+        """A dict among the last GUARD items edited in place (a streamed answer) is converted again."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"))
+        history: list[Any] = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "partial"}]
+        builder.build({"messages": history})
+        history[1]["content"] = "the whole answer"
+        assert builder.build({"messages": history}).messages[-1].text == "the whole answer"
+
+    def test_an_old_edit_is_noticed_through_a_new_list_and_a_new_dict(self) -> None:
+        """The documented way to edit a message older than the guard: a new dict in a new list."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"), budget=100_000)
+        history: list[Any] = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"m{k}"} for k in range(3 * GUARD)]
+        builder.build({"messages": history})
+        history[1] = {**history[1], "content": "edited"}
+        built = builder.build({"messages": list(history)})
+        assert [m.text for m in built.messages if m.source == "history"][1] == "edited"
+
+    def test_an_old_dict_edited_in_place_in_the_same_list_is_not_noticed(self) -> None:
+        """The documented limit of the growth proof: older than GUARD, same list, same dict object."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"), budget=100_000)
+        history: list[Any] = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"m{k}"} for k in range(3 * GUARD)]
+        builder.build({"messages": history})
+        history[1]["content"] = "edited"
+        built = builder.build({"messages": history})
+        assert [m.text for m in built.messages if m.source == "history"][1] == "m1"
+        assert agent_builder(TiktokenCounter("cl100k_base"), budget=100_000).build({"messages": history}).messages[2].text == "edited"
+
+
 # ------------------------------------------------------------- equivalence
 ROLES = st.sampled_from(["user", "assistant", "tool_unit", "system", "orphan"])
 TEXT = st.text(alphabet="abc xyz[]<>", min_size=0, max_size=60)
@@ -153,17 +252,28 @@ def histories(draw: Any, max_units: int = 12) -> list[Message]:
 
 
 def mutate(history: list[Any], data: Any) -> list[Any]:
-    """One random change: append, edit an old message (in place), truncate, or a new list object."""
-    op = data.draw(st.sampled_from(["append", "append", "edit", "truncate", "replace", "dicts", "same"]))
+    """One random change: append, edit (in place among the last GUARD items), truncate, or a new list.
+
+    An edit older than the history provider's guard goes with a new list and a new
+    object: the documented way to edit an old message (see docs/providers.md).
+    """
+    op = data.draw(st.sampled_from(["append", "append", "append_dicts", "edit", "edit", "truncate", "replace", "dicts", "same"]))
     if op == "append":
         history.extend(data.draw(histories(max_units=3)))
+    elif op == "append_dicts":
+        history.extend(m.to_openai() for m in data.draw(histories(max_units=3)))
     elif op == "edit" and history:
-        k = data.draw(st.integers(0, len(history) - 1))
+        k = data.draw(st.integers(max(0, len(history) - 2 * GUARD), len(history) - 1))
         old = history[k]
+        recent = k >= len(history) - GUARD
         if isinstance(old, Message):  # a new object under the same id
             history[k] = old.model_copy(update={"content": "edited " + old.text})
-        else:  # a dict changed in place
+        elif recent:  # a dict changed in place (a streamed answer, a retried request)
             old["content"] = "edited"
+        else:
+            history[k] = {**old, "content": "edited"}
+        if not recent:
+            history = list(history)
     elif op == "truncate" and history:
         del history[data.draw(st.integers(0, len(history) - 1)):]
     elif op == "replace":
@@ -190,11 +300,12 @@ def outcome(builder: ContextBuilder, history: list[Any]) -> Any:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(start=histories(), budget=st.integers(40, 400), data=st.data())
 def test_incremental_builds_equal_builds_from_scratch(start: list[Message], budget: int, data: Any) -> None:
-    """Whatever happens to the history between builds, a reused builder gives exactly a fresh builder's result."""
+    """Whatever happens to the history (Messages or OpenAI dicts) between builds, a reused builder gives
+    exactly a fresh builder's result."""
     counter = TiktokenCounter("cl100k_base")
     options = data.draw(st.sampled_from([{}, {"on_overflow": "warn"}, {"trim_from_start": False}]))
     reused = agent_builder(counter, budget, **options)
-    history: list[Any] = list(start)
+    history: list[Any] = [m.to_openai() for m in start] if data.draw(st.booleans()) else list(start)
     for _ in range(data.draw(st.integers(1, 5))):
         assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
         history = mutate(history, data)

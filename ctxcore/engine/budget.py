@@ -60,6 +60,10 @@ class ModelBudget:
         return self.context_window - self.reserve_output_tokens - self.safety_margin
 
 
+#: entries of a CachedCounter's identity memo before it starts over (it holds the messages alive).
+OBJECT_MEMO = 50_000
+
+
 def counter_identity(counter: Any) -> str:
     """The identity a counter's counts are cached under: its class and its ``name``.
 
@@ -149,6 +153,9 @@ class CachedCounter:
         self.cache = cache if cache is not None else CountCache(max_entries)
         self._priming: int | None = None
         self._tools: dict[str, int] = {}
+        # id(message) -> (message, count): messages are immutable, so the same object always has
+        # the same count; a build reads each kept message's count two or three times.
+        self._by_object: dict[int, tuple[Message, int]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -162,15 +169,26 @@ class CachedCounter:
         return self.counter.count_text(text)
 
     def count_message(self, message: Message) -> int:
-        """Tokens of ``message``, from the cache when its content was seen before."""
-        key = (self.identity, count_key(message))
-        cached = self.cache.get(key)
-        if cached is not None:
+        """Tokens of ``message``, from the cache when its content was seen before.
+
+        The same object is answered from a small identity memo first (no key to
+        build); it is cleared when it passes :data:`OBJECT_MEMO` entries.
+        """
+        seen = self._by_object.get(id(message))
+        if seen is not None and seen[0] is message:
             self.hits += 1
-            return cached
-        self.misses += 1
-        count = self.counter.count_message(message)
-        self.cache.put(key, count)
+            return seen[1]
+        key = (self.identity, count_key(message))
+        count = self.cache.get(key)
+        if count is not None:
+            self.hits += 1
+        else:
+            self.misses += 1
+            count = self.counter.count_message(message)
+            self.cache.put(key, count)
+        if len(self._by_object) >= OBJECT_MEMO:
+            self._by_object.clear()
+        self._by_object[id(message)] = (message, count)
         return count
 
     @property

@@ -449,7 +449,7 @@ class ContextBuilder:
             report.warnings.append(
                 f"the request needs {report.total_tokens} tokens, over the {report.budget}-token input budget"
             )
-        report.record_output(messages, tokens, added_ids={m.id for m in messages if not origin.has_id(m.id)})
+        report.record_output(messages, tokens, added_ids=lambda: {m.id for m in messages if not origin.has_id(m.id)})
         # This build's share of the cache traffic (the cache outlives builds).
         report.cache_hits = self.counter.hits - report._cache_start[0]
         report.cache_misses = self.counter.misses - report._cache_start[1]

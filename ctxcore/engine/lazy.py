@@ -174,7 +174,18 @@ class MessageChain(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self.structure)))]
+            start, stop, step = index.indices(len(self.structure))
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            out: list[Message] = []
+            k = bisect_right(self._offsets, start) - 1 if start < stop else len(self.parts)
+            while start < stop and k < len(self.parts):  # part by part: one slice of each part touched
+                offset = self._offsets[k]
+                part = self.parts[k]
+                end = min(stop, offset + len(part))
+                out.extend(part[start - offset:end - offset])
+                start, k = end, k + 1
+            return out
         if index < 0:
             index += len(self.structure)
         if not 0 <= index < len(self.structure):

@@ -9,7 +9,7 @@ build never pays to count what it throws away unless somebody asks.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -96,6 +96,9 @@ class BuildReport:
     tool_tokens: int = 0  # tool schemas sent with the request (part of total_tokens)
     notes: list[str] = field(default_factory=list)  # decisions worth reading (repairs, recoveries)
     _records: list[MessageRecord] = field(default_factory=list, repr=False)
+    # The output as recorded (messages, counts, added ids or a function giving them): its
+    # records are made on first read, so a build that nobody inspects pays nothing per message.
+    _output: tuple[list[Message], list[int], set[str] | Callable[[], set[str]]] | None = field(default=None, repr=False)
     _dropped: list[tuple[list[Message], str] | _FilteredOut] = field(default_factory=list, repr=False)
     _counter: CachedCounter | None = field(default=None, repr=False)
     _cache_start: tuple[int, int] = field(default=(0, 0), repr=False)
@@ -142,21 +145,34 @@ class BuildReport:
             Compression(step_id, stage, tuple(original_ids), new_message.id, tokens_before, tokens_after)
         )
 
-    def record_output(self, messages: list[Message], tokens: list[int], added_ids: set[str]) -> None:
-        """Record the final messages with their counts; ``added_ids`` came from filters."""
-        for position, (m, t) in enumerate(zip(messages, tokens, strict=True)):
-            self._records.append(
-                MessageRecord(
-                    id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
-                    fate="added" if m.id in added_ids else "kept", tokens=t, position=position,
-                    preview=_preview(m),
-                )
+    def record_output(self, messages: list[Message], tokens: list[int], added_ids: set[str] | Callable[[], set[str]]) -> None:
+        """Record the final messages with their counts; ``added_ids`` (or a function giving them) came from filters.
+
+        The records are made when the report is first read.
+        """
+        if len(messages) != len(tokens):
+            raise ValueError(f"{len(messages)} messages but {len(tokens)} counts")
+        self._output = (list(messages), list(tokens), added_ids)
+
+    def _output_records(self) -> list[MessageRecord]:
+        messages, tokens, added = self._output or ([], [], set())
+        added_ids = added() if callable(added) else added
+        return [
+            MessageRecord(
+                id=m.id, role=m.role, source=m.source, zone=m.zone, trust=m.trust,
+                fate="added" if m.id in added_ids else "kept", tokens=t, position=position,
+                preview=_preview(m),
             )
+            for position, (m, t) in enumerate(zip(messages, tokens, strict=True))
+        ]
 
     # -------------------------------------------------------------- reading
     @property
     def records(self) -> list[MessageRecord]:
         """A record for every output message then every dropped one."""
+        if self._output is not None:
+            self._records[:0] = self._output_records()
+            self._output = None
         if self._dropped:
             counter = self._counter
             replaced = {i: c for c in self.compressions for i in c.original_ids}

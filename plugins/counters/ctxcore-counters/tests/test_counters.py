@@ -346,3 +346,43 @@ def test_tiktoken_counts_arbitrary_text(text: str) -> None:
     """tiktoken counts any text without error; the count is the encoding's length."""
     counter = TiktokenCounter("o200k_base")
     assert counter.count_text(text) == len(encodings.load_encoding("o200k_base").encode_ordinary(text))
+
+
+class TestApproximateFeatures:
+    """The C-level passes of ctxcore_counters._features count the pieces the docs describe."""
+
+    def counts(self, text: str) -> dict[str, float]:
+        from ctxcore_counters.approximate import FEATURES, features
+
+        return {k: v for k, v in zip(FEATURES, features(text), strict=True) if v}
+
+    def test_words_parts_and_long_words(self) -> None:
+        """Words start parts, camelCase humps start more, letters past five of a word are extra."""
+        assert self.counts("hello camelCaseName ab") == {"parts": 5, "extra_letters": 13 - 5}
+
+    def test_digits_marks_spaces_and_breaks(self) -> None:
+        """Digit groups of three, a mark before a word is free, runs of spaces and line breaks are one each."""
+        got = self.counts("x = 1234567;\n\n    .attr !!")
+        assert got["digit_groups"] == 3 and got["newlines"] == 1 and got["indents"] == 1
+        assert got["punct_runs"] == 3 and got["punct_extra"] == 1  # '=', ';', '!!' ('.attr' absorbs its dot)
+
+    def test_random_runs_are_priced_per_character(self) -> None:
+        """A 32-character hex id is one random run, not words and digits."""
+        got = self.counts("id 3f2a9c1be4d07a6f5e8b2c9d1a0f4e7b")
+        assert got["random_chars"] == 32 and got["parts"] == 1 and "digit_groups" not in got
+
+    def test_non_ascii_characters_by_kind(self) -> None:
+        """CJK (frequent or not), kana, hangul, CJK punctuation, other letters, symbols and emoji per character."""
+        got = self.counts("的龘、かな한글 Привет → 😀")
+        assert got["cjk"] == 1 and got["cjk_rare"] == 1 and got["cjk_punct"] == 1 and got["kana"] == 2
+        assert got["hangul"] == 2 and got["letters"] == 6 and got["symbols"] == 1 and got["emoji"] == 1
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(max_size=300))
+    def test_features_are_non_negative_and_grow_with_repetition(self, text: str) -> None:
+        """No feature count is negative, and ten copies never cost fewer tokens than one."""
+        from ctxcore_counters.approximate import features
+
+        assert all(v >= 0 for v in features(text))
+        counter = ApproximateCounter()
+        assert counter.count_text(text * 10) >= counter.count_text(text)

@@ -135,31 +135,35 @@ class TokenBudget:
     def _tail_first(
         self, messages: Sequence[Message], structure: Sequence[Message], start: int, budget: int, ctx: FilterContext
     ) -> list[Message]:
-        """Keep the pinned prefix and the newest units that fit, walking back from the newest."""
-        counter = ctx.counter
+        """Keep the pinned prefix and the newest units that fit, walking back from the newest.
 
-        def cost(unit: Unit) -> int:
-            return sum(counter.count_message(messages[k]) for k in range(unit.start, unit.end))
+        Each unit's messages are read once (one slice) and kept for the result.
+        """
+        count = ctx.counter.count_message
 
         pinned = list(messages[:start])
-        required = counter.priming + sum(counter.count_message(m) for m in pinned)
+        required = ctx.counter.priming + sum(map(count, pinned))
         units = _units_newest_first(structure, start)
         current = next(units, None)
-        current_cost = cost(current) if current is not None else 0
+        read = messages[current.start:current.end] if current is not None else []
+        current_cost = sum(map(count, read))
         if required + current_cost > budget:
             detail = self._detail(False, required, current_cost, current is not None, budget)
             return self._overflow(pinned, start, [], set(), required + current_cost, budget, ctx, detail)
         if current is None:
             return pinned
         remaining = budget - required - current_cost
-        first = current.start
+        kept = [read]
         for unit in units:
-            unit_cost = cost(unit)
+            read = messages[unit.start:unit.end]
+            unit_cost = sum(map(count, read))
             if unit_cost > remaining:
                 break
             remaining -= unit_cost
-            first = unit.start
-        return pinned + list(messages[first:])
+            kept.append(read)
+        for part in reversed(kept):
+            pinned.extend(part)
+        return pinned
 
     def _detail(self, protected: bool, required: int, current_cost: int, has_current: bool, budget: int) -> str:
         """What is over budget, for the overflow message.

@@ -4,10 +4,17 @@ Items may be ctxcore :class:`Message` objects or OpenAI chat dicts. A dict gets 
 stable id derived from its position and content, so the same conversation
 built twice yields the same ids (reports and caches line up across turns).
 
-Converted items are remembered (a dict as a private deep copy, so a dict
-mutated in place is noticed): when the stored list only grew, the old items are
-checked by one C-level list comparison and only the new ones are converted; when
-it changed, conversions of equal items are reused by position.
+Converted items are remembered by reference. Growth is proven, not re-compared:
+when the state holds the same list object as last time and it is no shorter,
+only the last :data:`GUARD` (8) items seen are checked (the same objects at the
+same places, each dict equal to a private copy taken when it was seen, so a dict
+edited in place there is noticed) and only the new items are converted. Another
+list object costs one C-level comparison with the items seen (identical objects
+compare by pointer) plus the same guard. When the list changed, conversions of
+unchanged items are reused by position. The one thing not noticed: an item
+*older than the last eight* replaced in the same list, or a dict that old edited
+in place; hand over a new list with a new dict for such an edit (see
+docs/providers.md, "history").
 
 Derived work is done lazily, only for the messages a consumer reads (a budget
 filter reads the newest few), once per message, and cached by object:
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
@@ -47,6 +55,8 @@ from ctxcore_providers._render import stable_id
 
 SELF_TOOL_PLAN = "self_tool_plan"
 TOOL_OBSERVATION = "tool_observation"
+# How many of the last items seen are checked for replacement and in-place edits on every build.
+GUARD = 8
 
 
 class HistoryConfig(BaseModel):
@@ -125,9 +135,9 @@ class History:
     items happens eagerly (it is needed to know roles and tool calls), but the
     derived message (annotation, marker neutralising) is computed only when a
     consumer indexes it, and memoised per stored object. When the stored list
-    only grew since the last call (its old items are the same objects, or equal
-    dicts), only the new tail is looked at: a next-turn build costs one
-    C-level pointer comparison over the old items, not a walk.
+    only grew since the last call (see the module docstring for the proof), only
+    the new tail is looked at: a next-turn build costs what was appended plus a
+    check of the last :data:`GUARD` items, not a walk or a comparison of the history.
     """
 
     def __init__(self, state_key: str = "messages", *, annotate: bool = True, neutralize_markers: bool = True,
@@ -138,9 +148,11 @@ class History:
         self.annotate = annotate
         self.neutralize = neutralize_markers
         self.working_memory = working_memory
-        # What the last call saw: per item the Message itself or a private deep copy
-        # of the dict (so a dict mutated in place is noticed), and its conversion.
+        # What the last call saw: the list object, its items (by reference) and their conversions,
+        # and (index, private deep copy or None for a Message) of the last GUARD items.
+        self._source: Sequence[Any] | None = None
         self._seen: list[Any] = []
+        self._guard: list[tuple[int, Any]] = []
         self._raw: list[Message] = []
         self._last: tuple[list[Message], bool] | None = None  # the last structure returned, and whether it began with the semantics note
         self._ids: set[str] = set()
@@ -192,39 +204,77 @@ class History:
 
         Returns whether the old items were unchanged (the stored messages only grew).
         """
-        seen = self._seen
-        n = len(seen)
-        prefix = items[:n]
-        if n and len(items) >= n and (prefix if isinstance(prefix, list) else list(prefix)) == seen:
+        n = len(self._seen)
+        if n and len(items) >= n and self._grew(items, n):
             start, extended = n, True
         else:
             self._rebuild(items)
             start, extended = len(items), False
+        raw, seen, ids = self._raw, self._seen, self._ids
         for index in range(start, len(items)):
             item = items[index]
             message = self._convert(index, item)
-            self._raw.append(message)
-            self._seen.append(item if isinstance(item, Message) else copy.deepcopy(item))
-            self._ids.add(message.id)
+            raw.append(message)
+            seen.append(item)
+            ids.add(message.id)
             self._semantic = self._semantic or self._is_semantic(message)
+        self._source = items
+        self._guard_tail(items)
         return extended
 
+    def _grew(self, items: Sequence[Any], n: int) -> bool:
+        """Whether the first ``n`` of ``items`` are the items seen last time (so the list only grew).
+
+        The same list object is trusted for everything older than the last
+        :data:`GUARD` items it held (a pointer check and a length); another list
+        (or tuple) gets one C-level comparison with the items seen (identical
+        objects compare by pointer). In both cases the last ``GUARD`` items are
+        checked: the same objects, and each dict equal to the private copy taken
+        when it was seen, which catches a dict edited in place (a streamed answer,
+        a retried request) where that happens.
+        """
+        if items is not self._source:
+            prefix = items[:n]
+            if (prefix if isinstance(prefix, list) else list(prefix)) != self._seen:
+                return False
+        return self._guard_holds(items)
+
+    def _guard_holds(self, items: Sequence[Any]) -> bool:
+        """The last items seen are still the same objects at the same places, and the dicts unedited."""
+        seen = self._seen
+        for index, copied in self._guard:
+            item = items[index]
+            if item is not seen[index] or (copied is not None and item != copied):
+                return False
+        return True
+
+    def _guard_tail(self, items: Sequence[Any]) -> None:
+        """Remember the last :data:`GUARD` items (private deep copies of dicts) for the next check."""
+        start = max(0, len(items) - GUARD)
+        kept = {index: copied for index, copied in self._guard if index >= start}
+        guard = []
+        for index in range(start, len(items)):
+            item = items[index]
+            guard.append((index, kept[index] if index in kept else None if isinstance(item, Message) else copy.deepcopy(item)))
+        self._guard = guard
+
     def _rebuild(self, items: Sequence[Any]) -> None:
-        """The list changed under the old items: start over, reusing conversions of equal items."""
+        """The list changed under the old items: start over, reusing conversions of unchanged items."""
         old_seen, old_raw = self._seen, self._raw
-        self._seen, self._raw, self._ids, self._semantic = [], [], set(), False
+        guarded = dict(self._guard)
+        self._seen, self._raw, self._ids, self._semantic, self._guard = [], [], set(), False, []
         if all(map(isinstance, items, repeat(Message))):  # Message items: C-level passes, no per-item Python
             self._seen, self._raw = list(items), list(items)
             self._ids = set(map(_ID, items))
             self._semantic = any(map(self._is_semantic, self._raw))  # stops at the first tool message
             items = ()
         for index, item in enumerate(items):
-            if index < len(old_seen) and not isinstance(item, Message) and old_seen[index] == item:
+            if index < len(old_seen) and not isinstance(item, Message) and _unchanged(item, old_seen[index], guarded.get(index)):
                 message = old_raw[index]
             else:
                 message = self._convert(index, item)
             self._raw.append(message)
-            self._seen.append(item if isinstance(item, Message) else copy.deepcopy(item))
+            self._seen.append(item)
             self._ids.add(message.id)
             self._semantic = self._semantic or self._is_semantic(message)
         if len(self._memo) > 2 * len(self._raw) + 64:  # forget derived forms of messages no longer stored
@@ -237,10 +287,9 @@ class History:
         if not isinstance(item, Mapping):
             raise ValueError(f"state[{self.state_key!r}][{index}] is a {type(item).__name__}, not a message dict")
         try:
-            message = Message.from_openai(item)
+            return Message.from_openai(item, id=_stable_id(self.state_key, index, item))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"state[{self.state_key!r}][{index}]: {exc}") from exc
-        return message.model_copy(update={"id": _stable_id(self.state_key, index, message.fingerprint)})
 
     def _is_semantic(self, m: Message) -> bool:
         """Whether the derived form of ``m`` carries a semantic_kind (decides the explanation message)."""
@@ -286,5 +335,21 @@ def _clean_content(content: Any, strip: bool) -> Any:
 _ID = attrgetter("id")
 
 
-def _stable_id(key: str, index: int, fingerprint: str) -> str:
-    return hashlib.blake2b(f"{key}\x00{index}\x00{fingerprint}".encode(), digest_size=16).hexdigest()
+def _unchanged(item: Any, old: Any, copied: Any) -> bool:
+    """Whether a dict may reuse the conversion of the item seen at its place (see :meth:`History._grew`)."""
+    if item is old:
+        return copied is None or item == copied  # only the last GUARD items are checked for edits in place
+    return isinstance(item, Mapping) and item == old
+
+
+def _stable_id(key: str, index: int, item: Mapping[str, Any]) -> str:
+    """An id from the position and what the model reads of the dict, computed before any conversion."""
+    content = item.get("content")
+    calls = item.get("tool_calls")
+    parts = [
+        key, str(index), str(item.get("role")),
+        content if isinstance(content, str) else json.dumps(content, sort_keys=True, default=str),
+        str(item.get("name")), str(item.get("tool_call_id")),
+        json.dumps(calls, sort_keys=True, default=str) if calls else "",
+    ]
+    return hashlib.blake2b("\x00".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()

@@ -1,0 +1,57 @@
+"""Speed of the ``approximate`` counter against exact tiktoken on 1 MB of mixed text.
+
+Usage: ``.venv/bin/python bench/counter_speed.py`` (part of ``make bench``).
+
+The text is the five accuracy corpora (bench/counter_corpora.py: English and
+Chinese prose, mixed Chinese/English technical text, Python source, JSON), each
+repeated to 200,000 characters, counted the way a build counts: as messages of
+2,000 characters, one ``count_text`` call each, on both sides. Times are the
+best of five CPU-time (``time.process_time``) runs: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from counter_corpora import CORPORA, load_corpora  # noqa: E402
+from ctxcore_counters import ApproximateCounter, TiktokenCounter  # noqa: E402
+
+SHARE, CHUNK = 200_000, 2_000
+
+
+def mixed_megabyte() -> list[str]:
+    """1 MB of the five corpora in equal shares, as 2,000-character messages."""
+    corpora = load_corpora()
+    text = "".join((corpora[name] * (SHARE // len(corpora[name]) + 1))[:SHARE] for name in CORPORA)
+    return [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
+
+
+def best_of(call: Callable[[], object], runs: int = 5) -> float:
+    """The smallest CPU time of ``runs`` calls, in seconds."""
+    best = float("inf")
+    for _ in range(runs):
+        started = time.process_time()
+        call()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def measure() -> dict[str, float]:
+    """Seconds for tiktoken cl100k_base and approximate:cl100k over the mixed megabyte, and their ratio."""
+    texts = mixed_megabyte()
+    exact, approx = TiktokenCounter("cl100k_base"), ApproximateCounter("cl100k")
+    approx.count_text("中文")  # builds the per-code-point table once, outside the timing
+    tiktoken_s = best_of(lambda: [exact.count_text(t) for t in texts])
+    approximate_s = best_of(lambda: [approx.count_text(t) for t in texts])
+    return {"tiktoken_s": tiktoken_s, "approximate_s": approximate_s, "speedup": tiktoken_s / approximate_s}
+
+
+if __name__ == "__main__":
+    result = measure()
+    print(f"tiktoken {result['tiktoken_s'] * 1e3:.1f} ms, approximate {result['approximate_s'] * 1e3:.1f} ms: "
+          f"approximate is {result['speedup']:.2f}x faster")
