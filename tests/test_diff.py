@@ -185,3 +185,60 @@ def test_diff_invariants(small_pipeline: Pipeline, turns: list[int], grow: int) 
     assert same["entered"] == same["left"] == same["changed"] == same["compressed"] == []
     assert same["prefix"]["first_difference"] is None and same["tokens_delta"] == 0
     assert format_diff(d)[0] == "diff: A -> B"
+
+
+THREAD_PIPELINE = """version: 1
+providers:
+  - {type: static_prompt, text: You are terse.}
+  - {type: history}
+filters:
+  - {type: max_messages, id: window, max_messages: 4}
+checkpointer: {type: sqlite, path: '%s'}
+"""
+
+
+class TestThread:
+    """`ctx diff --thread`: two saved turns of a Thread, through the pipeline's own checkpointer."""
+
+    @pytest.fixture
+    def pipeline_file(self, tmp_path: Path) -> Path:
+        """A thread `chat` saved after each of three turns (steps 0, 1, 2) under a 4-message window."""
+        path = tmp_path / "thread.yaml"
+        import ctxcore_checkpointers.plugin
+        import ctxcore_counters.plugin
+        import ctxcore_filters.plugin
+        import ctxcore_providers.plugin
+
+        from ctxcore.testing import fresh_host
+
+        path.write_text(THREAD_PIPELINE % (tmp_path / "threads.db"))
+        host = fresh_host(("p", ctxcore_providers.plugin), ("f", ctxcore_filters.plugin), ("c", ctxcore_counters.plugin),
+                          ("k", ctxcore_checkpointers.plugin))
+        p = Pipeline.from_yaml(path, host=host)
+        t = p.thread("chat")
+        for turn in range(3):
+            t.add_user(f"question {turn}")
+            t.add_response({"role": "assistant", "content": f"answer {turn}"})
+            t.save()
+        p.checkpointer.close()
+        return path
+
+    def test_the_last_two_turns_by_default(self, pipeline_file: Path) -> None:
+        """Steps 1 and 2 are compared; the window slid, so the prefix breaks after the system prompt, made by `window`."""
+        d = _diff("--pipeline", str(pipeline_file), "--thread", "chat")
+        assert d["steps"] == [1, 2] and d["thread_id"] == "chat"
+        assert (d["a"]["label"], d["b"]["label"]) == ("step 1", "step 2")
+        first = d["prefix"]["first_difference"]
+        assert first is not None and first["position"] == 1 and first["by"] == "window"
+        assert [m["preview"] for m in d["entered"]] == ["question 2", "answer 2"]
+        assert {m["preview"] for m in d["left"]} == {"question 0", "answer 0"}
+
+    def test_chosen_steps_and_a_step_that_does_not_exist(self, pipeline_file: Path) -> None:
+        """--steps picks the pair; a missing step exits 1 naming the saved steps, with no traceback."""
+        d = _diff("--pipeline", str(pipeline_file), "--thread", "chat", "--steps", "0", "2")
+        assert d["steps"] == [0, 2] and [m["preview"] for m in d["entered"]][-1] == "answer 2"
+        out = ctx("diff", "--pipeline", str(pipeline_file), "--thread", "chat", "--steps", "0", "7")
+        assert out.returncode == 1 and "no step 7" in out.stderr and "[0, 1, 2]" in out.stderr
+        assert "Traceback" not in out.stderr
+        out = ctx("diff", "--pipeline", str(pipeline_file), "--thread", "nobody")
+        assert out.returncode == 1 and "0 saved step(s)" in out.stderr

@@ -19,7 +19,7 @@ import click
 from ctxcore.cli._common import echo_issues, fail, load_pipeline, parse_runtime, read_json, read_state
 from ctxcore.engine.builder import BuiltContext
 from ctxcore.errors import ConfigError, CtxError
-from ctxcore.tools.diff import diff_builds, diff_replay, format_diff
+from ctxcore.tools.diff import diff_builds, diff_replay, diff_thread, format_diff
 from ctxcore.tools.html_report import pipeline_context, render_html
 from ctxcore.tools.replay import TranscriptError, load_transcript
 from ctxcore.tools.terminal import clean
@@ -54,19 +54,34 @@ def _replay(p: Any, transcript: str, calls: tuple[int, int] | None, runtime: dic
         fail(f"{transcript}: {type(exc).__name__}: {exc} (replaying the session through the pipeline)")
 
 
+def _thread(p: Any, thread_id: str, steps: tuple[int, int] | None, runtime: dict[str, str]) -> tuple[dict[str, Any], BuiltContext]:
+    if p.checkpointer is None:
+        fail(f"ctx diff --thread: the pipeline {p.spec.name} names no checkpointer, so it has no saved threads; "
+             "add a `checkpointer:` section (docs/threads.md)")
+    try:
+        return diff_thread(p.builder(), p.checkpointer, thread_id, steps=steps, runtime=runtime)
+    except ValueError as exc:
+        fail(f"ctx diff: {exc}")
+    except CtxError as exc:
+        fail(f"ctx diff: {type(exc).__name__}: {exc} (thread {thread_id!r})")
+
+
 @click.command("diff")
 @click.argument("states", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False), help="Pipeline YAML both builds use.")
 @click.option("--replay", "transcript", type=click.Path(dir_okay=False), help="Compare two calls of this recorded session instead of two states.")
 @click.option("--calls", nargs=2, type=click.IntRange(min=0), metavar="I J",
               help="With --replay: the call indexes to compare (`index` in `ctx replay --json`); default: the worst cache miss.")
+@click.option("--thread", "thread_id", help="Compare two saved turns of this thread (the pipeline's checkpointer) instead.")
+@click.option("--steps", nargs=2, type=click.IntRange(min=0), metavar="I J",
+              help="With --thread: the saved steps to compare; default: the last two.")
 @click.option("--json", "as_json", is_flag=True, help="Print the diff as JSON.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, writable=True), help="Write the later build's report with the diff as a section.")
 @click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to every build.")
 @click.pass_context
 def diff(ctx: click.Context, states: tuple[str, ...], pipeline_file: str, transcript: str | None,
-         calls: tuple[int, int] | None, as_json: bool, html_file: str | None, runtime_items: tuple[str, ...]) -> None:
-    """Compare two builds of PIPELINE: two STATES (A.json B.json) or two calls of a --replay session.
+         calls: tuple[int, int] | None, thread_id: str | None, steps: tuple[int, int] | None, as_json: bool, html_file: str | None, runtime_items: tuple[str, ...]) -> None:
+    """Compare two builds of PIPELINE: two STATES (A.json B.json), two calls of a --replay session, or two turns of a --thread.
 
     Shows which messages entered, left, were compressed or changed, the first
     position where the request prefix differs (what breaks the prompt cache)
@@ -74,7 +89,11 @@ def diff(ctx: click.Context, states: tuple[str, ...], pipeline_file: str, transc
     """
     if calls is not None and transcript is None:
         fail("ctx diff: --calls needs --replay SESSION.json")
-    if transcript is None and len(states) != 2:
+    if steps is not None and thread_id is None:
+        fail("ctx diff: --steps needs --thread THREAD_ID")
+    if thread_id is not None and (transcript is not None or states):
+        fail("ctx diff: give one of two state files, --replay SESSION.json or --thread THREAD_ID")
+    if transcript is None and thread_id is None and len(states) != 2:
         fail("ctx diff: give two state files (A.json B.json), or --replay SESSION.json [--calls I J]")
     if transcript is not None and states:
         fail("ctx diff: give either two state files or --replay SESSION.json, not both")
@@ -85,7 +104,9 @@ def diff(ctx: click.Context, states: tuple[str, ...], pipeline_file: str, transc
     except ConfigError as exc:
         echo_issues(exc)
         fail(f"{pipeline_file}: components could not be created")
-    if transcript is None:
+    if thread_id is not None:
+        d, later = _thread(p, thread_id, steps, runtime)
+    elif transcript is None:
         d, later = _states(p, states, runtime)
     else:
         d, later = _replay(p, transcript, calls, runtime)

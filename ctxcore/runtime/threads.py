@@ -28,7 +28,7 @@ from ctxcore.model.messages import Message
 from ctxcore.pipeline.spec import Pipeline, register_thread_factories
 from ctxcore.runtime.replies import message_from_reply
 
-__all__ = ["THREAD_FORMAT", "Thread", "open_thread", "aopen_thread"]
+__all__ = ["THREAD_FORMAT", "Thread", "aopen_thread", "open_thread", "saved_messages"]
 
 #: ``runtime_metadata["format"]`` of a thread checkpoint; ``state_dump["messages"]`` holds the messages.
 THREAD_FORMAT = "ctxcore.thread/1"
@@ -242,21 +242,37 @@ class Thread:
         )
 
     def _load(self, checkpoint: Mapping[str, Any]) -> None:
-        state = checkpoint.get("state_dump")
-        raw = state.get("messages") if isinstance(state, Mapping) else None
-        if not isinstance(raw, list):
-            raise CheckpointCorrupt(
-                f"thread {self.thread_id!r} step {checkpoint.get('step')}: the checkpoint has no 'messages' list, so it was "
-                "not written by a ctxcore Thread; use another thread id or `ctx checkpoint show` to inspect it"
-            )
-        for i, item in enumerate(raw):
-            try:
-                message = Message.model_validate(item)
-            except ValueError as exc:
-                raise CheckpointCorrupt(f"thread {self.thread_id!r} step {checkpoint.get('step')}: message {i} is not a ctxcore message: {exc}") from exc
+        for message, item in zip(*_saved_messages(self.thread_id, checkpoint), strict=True):
             self._messages.append(message)
             self._dumps.append(item)
         self._step = int(checkpoint["step"])
+
+
+def _saved_messages(thread_id: str, checkpoint: Mapping[str, Any]) -> tuple[list[Message], list[Any]]:
+    """The messages of a Thread checkpoint, and their stored dumps; ``CheckpointCorrupt`` when it is not one."""
+    state = checkpoint.get("state_dump")
+    raw = state.get("messages") if isinstance(state, Mapping) else None
+    if not isinstance(raw, list):
+        raise CheckpointCorrupt(
+            f"thread {thread_id!r} step {checkpoint.get('step')}: the checkpoint has no 'messages' list, so it was "
+            "not written by a ctxcore Thread; use another thread id or `ctx checkpoint show` to inspect it"
+        )
+    messages = []
+    for i, item in enumerate(raw):
+        try:
+            messages.append(Message.model_validate(item))
+        except ValueError as exc:
+            raise CheckpointCorrupt(f"thread {thread_id!r} step {checkpoint.get('step')}: message {i} is not a ctxcore message: {exc}") from exc
+    return messages, raw
+
+
+def saved_messages(thread_id: str, checkpoint: Mapping[str, Any]) -> list[Message]:
+    """The messages a Thread had saved in ``checkpoint`` (one of ``list_checkpoints(thread_id)``), oldest first.
+
+    Raises:
+        CheckpointCorrupt: the checkpoint was not written by a :class:`Thread`.
+    """
+    return _saved_messages(thread_id, checkpoint)[0]
 
 
 def _user_message(content: str | Sequence[Any]) -> Message:
