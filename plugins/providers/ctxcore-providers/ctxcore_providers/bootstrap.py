@@ -128,7 +128,7 @@ class BootstrapFiles:
                         continue
                     seen.add(path)
                     deps.append(path)
-                    parts.append(self._expand(path, read_text(path, max_bytes=self.max_bytes), [path], deps).strip())
+                    parts.append(self._expand(path, read_text(path, roots=self._allowed(), max_bytes=self.max_bytes), [path], deps).strip())
                 except FileRefused as exc:
                     self._refused(f"bootstrap file {exc}")
             if parts:
@@ -170,7 +170,7 @@ class BootstrapFiles:
             self._budget[0] -= size
             self._budget[1] -= 1
             try:
-                return self._expand(resolved, read_text(resolved, max_bytes=self.max_bytes), [*stack, resolved], deps).strip()
+                return self._expand(resolved, read_text(resolved, roots=self._allowed(), max_bytes=self.max_bytes), [*stack, resolved], deps).strip()
             except FileRefused as exc:
                 self._refused(f"{path.name}: @import {exc}")
                 return ""

@@ -77,7 +77,7 @@ class MemoryFile:
         path = confined_file(self.root, self.config.path, max_bytes=self.config.max_bytes)
         if path is None:
             return (), deps
-        content = read_text(path, max_bytes=self.config.max_bytes).strip()
+        content = read_text(path, roots=[self.root], max_bytes=self.config.max_bytes).strip()
         if not content or content == self.template:
             return (), deps
         text = f"# Memory\n\n## Long-term Memory\n{content}"
@@ -215,7 +215,7 @@ class RecentMemory:
         if path is None:
             return [], deps
         entries = []
-        for n, line in enumerate(read_text(path, max_bytes=self.config.max_bytes).splitlines(), 1):
+        for n, line in enumerate(read_text(path, roots=[self.root], max_bytes=self.config.max_bytes).splitlines(), 1):
             if not line.strip():
                 continue
             try:
