@@ -70,7 +70,12 @@ def confined_file(root: Path, name: str, *, max_bytes: int = DEFAULT_MAX_BYTES, 
     roots = list(allowed_roots) or [root]
     if not any(inside(resolved, r) for r in roots):
         raise FileRefused(f"{name!r}: resolves to {resolved}, outside the allowed root(s) {', '.join(map(str, roots))}")
-    st = resolved.stat()
+    try:
+        st = resolved.stat()
+    except FileNotFoundError:  # removed (or swapped) since it was resolved
+        return None
+    except OSError as exc:
+        raise FileRefused(f"{name!r}: cannot stat: {exc.strerror}") from exc
     if not stat.S_ISREG(st.st_mode):
         raise FileRefused(f"{name!r}: not a regular file")
     if st.st_size > max_bytes:
@@ -86,11 +91,9 @@ def read_text(path: Path, *, roots: Sequence[Path], max_bytes: int = DEFAULT_MAX
 
     Raises:
         FileRefused: outside the roots, binary content, or larger than ``max_bytes``.
+        FileNotFoundError: removed since it was found (callers treat it as missing).
     """
-    try:
-        data = read_confined(path, roots, max_bytes=max_bytes, name=repr(path.name))
-    except FileNotFoundError as exc:
-        raise FileRefused(f"{path.name!r}: removed while it was read") from exc
+    data = read_confined(path, roots, max_bytes=max_bytes, name=repr(path.name))
     if b"\x00" in data[:_SNIFF]:
         raise FileRefused(f"{path.name!r}: binary file (NUL bytes), only text files are read")
     return data.decode("utf-8", errors="replace")
