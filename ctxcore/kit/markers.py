@@ -10,13 +10,14 @@ as one, to close the real block early or open a fake one.
 Matching is done on a *skeleton* of the text (Unicode TR39 style), one
 character at a time, so positions map back to the original:
 
-1. NFKC (full-width and mathematical alphanumerics become ASCII) and case folding;
+1. NFKC (full-width and mathematical alphanumerics become ASCII);
 2. format and invisible characters are dropped: categories Cf, Cc (except
    whitespace), Mn and Me (zero-width joiners, bidi controls, variation
    selectors, combining marks) and the other default-ignorable code points;
 3. confusables are folded to their ASCII prototype with the data of the
    ``confusable-homoglyphs`` package (generated from Unicode's
-   ``confusables.txt``): Cyrillic ``а``, Greek ``ο``, the fraction slash ``⁄``.
+   ``confusables.txt``): Cyrillic ``а``, Greek ``ο``, the fraction slash ``⁄``;
+   a character without a prototype is case-folded and looked up again.
 
 A *bracket* is ``[``, ``<``, ``{`` or any opening or initial-quote punctuation
 (``〔``, ``【``, ``⟦``, ``«`` ...) except a parenthesis; then optional spaces, an
@@ -56,8 +57,8 @@ def _confusables() -> dict[str, str]:
     table: dict[str, str] = {}
     for ch, alternatives in glyphs.items():
         direct = next((a for a in alternatives if a.isascii() and a.isprintable() and a.strip()), None)
-        if direct is not None:
-            table[ch] = direct.casefold()
+        if direct is not None:  # TR39 writes m's prototype as "rn"; here m stays one letter
+            table[ch] = "m" if direct == "rn" else direct.casefold()
     for ch, alternatives in glyphs.items():
         if ch not in table:
             via = next((table[a] for a in alternatives if a in table), None)
@@ -73,14 +74,17 @@ def _fold(c: str) -> str:
         if c.isprintable() or c.isspace():
             return c.lower()
         return ""  # ASCII control characters
-    out = []
     table = _confusables()
-    for ch in unicodedata.normalize("NFKC", c).casefold():
+    if c in table:  # the confusable prototype first: NFKC turns some look-alikes into other letters (ϲ -> ς)
+        return table[c]
+    out = []
+    for ch in unicodedata.normalize("NFKC", c):
         if ch in _IGNORABLE or unicodedata.category(ch) in _DROPPED_CATEGORIES:
             continue
         if unicodedata.category(ch) == "Cc" and not ch.isspace():
             continue
-        out.append(table.get(ch, ch))
+        proto = table.get(ch)  # before case folding: folding first turns some letters into others (ϲ -> σ)
+        out.append(proto if proto is not None else "".join(table.get(x, x) for x in ch.casefold()))
     return "".join(out)
 
 
