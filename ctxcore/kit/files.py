@@ -137,7 +137,7 @@ def read_capped(path: str, *, max_bytes: int, what: str = "file") -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
     except FileNotFoundError:
-        raise FileRefused(f"{path}: no such {what} file") from None
+        raise FileRefused(f"{path}: cannot read {what}: no such file") from None
     except (OSError, ValueError) as exc:
         raise FileRefused(f"{path}: cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from exc
     try:
