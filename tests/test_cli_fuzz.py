@@ -62,10 +62,8 @@ def mutated(draw: st.DrawFn, seeds: list[bytes]) -> bytes:
     return bytes(data)
 
 
-def check(result: object, args: list[str]) -> None:
-    exc = getattr(result, "exception")
-    code = getattr(result, "exit_code")
-    stderr = getattr(result, "stderr")
+def check(result: Any, args: list[str]) -> None:
+    exc, code, stderr = result.exception, result.exit_code, result.stderr
     assert exc is None or isinstance(exc, SystemExit), f"{args}: {type(exc).__name__}: {exc}"
     assert code in (0, 1, 2), (args, code, stderr)
     assert "Traceback" not in stderr and "internal error" not in stderr

@@ -39,7 +39,7 @@ class TestNeutraliser:
         """Neutralising keeps the length and changes only bracket characters, each into ``(``."""
         out = neutralize_markers(text)
         assert len(out) == len(text)
-        assert all(a == b or b == "(" for a, b in zip(text, out))
+        assert all(a == b or b == "(" for a, b in zip(text, out, strict=True))
 
     @pytest.mark.parametrize("text", [OPEN_MARKER + "]", CLOSE_MARKER, "[runtime context", "[ / RUNTIME   CONTEXT ]"])
     def test_the_exact_markers_are_markers(self, text: str) -> None:

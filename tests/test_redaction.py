@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-import pytest
 
 from ctxcore.redaction import DEFAULT_REDACTOR, REDACTED, Redactor, is_secret_key, redact, redact_text
 

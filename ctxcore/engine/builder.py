@@ -37,8 +37,8 @@ from ctxcore.model.transactions import (
     sanitize_tool_call_history,
 )
 from ctxcore.render import to_anthropic, validate_request
-from ctxcore.render.target import TargetSpec
 from ctxcore.render.repair import RepairCache, repair_past
+from ctxcore.render.target import TargetSpec
 
 __all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages", "register_preset_factories"]
 

@@ -83,7 +83,7 @@ def repair_message(m: Message, provider: str) -> tuple[Message | None, str | Non
                     reasons.append(f"tool call {call.id!r}: arguments not a JSON object, wrapped in one")
                     call = call.model_copy(update={"arguments": fixed})
             calls.append(call)
-        if len(calls) != len(m.tool_calls) or any(a is not b for a, b in zip(calls, m.tool_calls)):
+        if len(calls) != len(m.tool_calls) or any(a is not b for a, b in zip(calls, m.tool_calls, strict=True)):
             update["tool_calls"] = tuple(calls)
         if update:
             return m.model_copy(update=update), "; ".join(reasons)

@@ -137,7 +137,7 @@ def remove_stale_tmp(directory: Path, file_name: str, *, now: float | None = Non
     Call it holding the thread file's exclusive lock. Returns the removed paths.
     """
     now = time.time() if now is None else now
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(directory))
     except OSError:

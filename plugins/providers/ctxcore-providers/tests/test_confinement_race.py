@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ctxcore import ComponentError, Pipeline
 from ctxcore.kit import FileRefused
 
