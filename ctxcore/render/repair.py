@@ -56,20 +56,27 @@ def _object_arguments(arguments: str) -> str | None:
     return json.dumps({"_arguments": parsed}, ensure_ascii=False)
 
 
+def _empty(m: Message, provider: str) -> bool:
+    """No content the provider takes: for OpenAI ``null`` or ``[]`` (an empty string is fine); for Anthropic also blank text."""
+    if provider == "anthropic":
+        return _blank(m)
+    return m.content is None or (isinstance(m.content, tuple) and not m.content)
+
+
 def repair_message(m: Message, provider: str) -> tuple[Message | None, str | None]:
     """``(message, None)`` when ``m`` is sendable as it is; else the repaired message (or ``None``: drop) and why."""
-    if m.role == "user" and _blank(m):
-        return None, "a blank user message (no text) cannot be sent"
+    if m.role == "user" and _empty(m, provider):
+        return None, f"a user message without content cannot be sent to {provider}"
     if m.role == "assistant":
         if not m.tool_calls:
-            if _blank(m):
-                return None, "an assistant message without text or tool calls cannot be sent"
+            if _empty(m, provider):
+                return None, f"an assistant message without content or tool calls cannot be sent to {provider}"
             return m, None
         update: dict[str, object] = {}
         reasons = []
-        if m.content is not None and _blank(m):
+        if m.content is not None and _empty(m, provider):
             update["content"] = None
-            reasons.append("blank text beside tool calls removed")
+            reasons.append("empty content beside tool calls removed")
         seen: set[str] = set()
         calls = []
         for call in m.tool_calls:
