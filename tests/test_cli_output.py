@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import termios
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,7 @@ class TestUserTextIsShownVerbatim:
         pipeline = tmp_path / "cp.yaml"
         pipeline.write_text(f"version: 1\nproviders: [{{type: history}}]\ncheckpointer: {{type: jsonl, path: '{tmp_path}/cp'}}\n")
         cp = Pipeline.from_yaml(pipeline).checkpointer
-        thread = "t" + str(abs(hash(text)))
+        thread = "t" + uuid.uuid4().hex  # tmp_path is shared by the examples: a new thread each
         cp.save_checkpoint(thread, 1, {"messages": [{"role": "user", "content": text}]})
         result = _run(["checkpoint", "show", thread, "--pipeline", str(pipeline)])
         assert result.exit_code == 0, result.output
@@ -131,7 +132,7 @@ class TestUserTextIsShownVerbatim:
         pipeline = tmp_path / "th.yaml"
         pipeline.write_text(f"version: 1\nproviders: [{{type: history}}]\ncheckpointer: {{type: sqlite, path: '{tmp_path}/t.db'}}\n")
         p = Pipeline.from_yaml(pipeline)
-        thread_id = "t" + str(abs(hash(text)))
+        thread_id = "t" + uuid.uuid4().hex
         t = p.thread(thread_id)
         t.add_user(f"hello {text}")
         t.save()

@@ -76,6 +76,8 @@ class HistoryConfig(BaseModel):
         default=None,
         description="Replay at most this many newest stored messages, starting on a user message; auto: "
         "min(2000, max(120, context_window // 100)) (nanobot's rule). Default: the whole history.",
+        # the schema states the validator's floor, so `ctx pipeline schema` and the loader agree
+        json_schema_extra={"anyOf": [{"type": "integer", "minimum": 1}, {"const": "auto"}, {"type": "null"}]},
     )
 
     @field_validator("replay_cap")

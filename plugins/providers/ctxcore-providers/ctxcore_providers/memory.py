@@ -108,7 +108,9 @@ class MemoryRecallConfig(BaseModel):
     )
     input_key: str = Field(default="input", description="State key of the current user message (the query).")
     state_key: str = Field(default="messages", description="History key; its last user message is the query when input is absent.")
-    store: Any = Field(default=None, description="A MemoryStore object (Python only); default: the pipeline's memory store.")
+    # A YAML file can only leave it null: the JSON Schema says so (`ctx pipeline schema`).
+    store: Any = Field(default=None, description="A MemoryStore object (Python only); default: the pipeline's memory store.",
+                       json_schema_extra={"type": "null"})
     heading: str = Field(default="# Recalled Memory", description="First line of the block.")
     ttl_seconds: float | None = Field(
         default=None, gt=0,

@@ -41,7 +41,9 @@ class SkillsConfig(BaseModel):
     skills_dir: str = Field(default="./skills", description="Workspace skills directory (relative to workspace).")
     workspace: str = Field(default=".", description="Base of a relative skills_dir.")
     builtin_dirs: list[str] = Field(default_factory=list, description="Built-in skill directories, shadowed by workspace skills.")
-    catalog: Any = Field(default=None, description="A SkillsCatalog object (Python only); wins over the directories.")
+    # A YAML file can only leave it null: the JSON Schema says so (`ctx pipeline schema`).
+    catalog: Any = Field(default=None, description="A SkillsCatalog object (Python only); wins over the directories.",
+                         json_schema_extra={"type": "null"})
     disabled: list[str] = Field(default_factory=list, description="Skill names to leave out.")
     select: list[str] | None = Field(default=None, description="Only these skills (the run's skill set).")
     mode: Literal["summary", "full"] = "summary"

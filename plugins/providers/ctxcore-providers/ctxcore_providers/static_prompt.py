@@ -21,6 +21,7 @@ class StaticPromptConfig(BaseModel):
         default=None,
         description="Name of a default prompt text (persona, react_protocol, tool_contract, ...), "
         "overridable from the pipeline's prompts: section or the project config.",
+        json_schema_extra={"enum": [*sorted(DEFAULT_PROMPTS), None]},  # the names the validator accepts
     )
     priority: int = Field(default=100, description="Priority among messages (higher is reduced later).")
 
