@@ -445,7 +445,7 @@ class ContextBuilder:
             check_tool_pairing(messages)
         if self.budget is not None and self.budget.max_input_chars is not None:
             check_input_chars(messages, self.budget.max_input_chars, report)
-        tokens = [self.counter.count_message(m) for m in messages]
+        tokens = self.counter.count_each(messages)
         report.tool_tokens = tool_tokens
         report.total_tokens = sum(tokens) + self.counter.priming + tool_tokens
         if report.budget is not None and report.total_tokens > report.budget:
