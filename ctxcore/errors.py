@@ -30,6 +30,7 @@ __all__ = [
     "UnstorableState",
     "TranscriptError",
     "ScaffoldError",
+    "FileRefused",
 ]
 
 
@@ -165,3 +166,10 @@ class TranscriptError(CtxError):
 
 class ScaffoldError(CtxError, ValueError):
     """The plugin cannot be scaffolded (bad name, existing directory); the message says how to fix it."""
+
+
+class FileRefused(CtxError, ValueError):
+    """A file ctxcore will not read: outside its root, not a regular file, too large or binary.
+
+    The message names the file and the rule that failed.
+    """

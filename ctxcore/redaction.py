@@ -9,8 +9,12 @@ Two rules, applied together:
   replaced, whatever the value is;
 * **by value pattern** — anything in a string that looks like a credential
   (``sk-…`` API keys, ``Bearer …`` headers, Google ``AIza…`` keys, GitHub
-  ``ghp_…`` tokens, Slack ``xox…-`` tokens, AWS ``AKIA…`` key ids) is replaced
-  in place, wherever it appears (a log message, a tool result, an error text).
+  ``ghp_…`` tokens, Slack ``xox…-`` tokens, AWS ``AKIA…`` key ids, AWS secret
+  access keys after an ``aws_secret_access_key``-like name, URL query
+  parameters named like secrets such as ``?api_key=…``) is replaced in place,
+  wherever it appears (a log message, a tool result, an error text). A pattern
+  with a named group ``secret`` replaces only that group, so the name stays
+  readable: ``aws_secret_access_key = [REDACTED]``, ``?api_key=[REDACTED]``.
 
 Counts such as ``total_tokens`` or ``max_tokens`` end in ``tokens`` and are
 kept: only names ending in the singular are secrets.
@@ -53,6 +57,10 @@ SECRET_VALUE_PATTERNS: tuple[str, ...] = (
     r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
     r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key ids
     r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)",  # user:password in a URL (postgresql://u:p@host)
+    # AWS secret access keys: 40 base64 characters after a secret-access-key name (env, INI, JSON, YAML)
+    r"(?i)\b(?:aws[_-]?)?secret[_-]?access[_-]?key[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+    # URL query parameters named like secrets (?api_key=..., &access_token=..., &X-Amz-Signature=...)
+    r"(?i)[?&][a-z0-9_.\-]*(?:key|token|secret|password|passwd|signature|credential)=(?P<secret>[^&#\s\"'<>]+)",
 )
 
 
@@ -74,7 +82,9 @@ class Redactor:
     _compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_compiled", re.compile("|".join(f"(?:{p})" for p in self.value_patterns)))
+        # each pattern's optional ``secret`` group gets a unique name in the one combined regex
+        parts = [f"(?:{p.replace('(?P<secret>', f'(?P<secret{i}>')})" for i, p in enumerate(self.value_patterns)]
+        object.__setattr__(self, "_compiled", re.compile("|".join(_lift_flags(parts))))
 
     def extended(self, *, key_names: Iterable[str] = (), value_patterns: Iterable[str] = ()) -> Redactor:
         """A redactor with extra key-name suffixes and value patterns added to these rules."""
@@ -93,8 +103,16 @@ class Redactor:
         return norm in self.exact_keys or norm.endswith(self.key_suffixes)
 
     def text(self, text: str) -> str:
-        """``text`` with every secret-looking substring replaced."""
-        return self._compiled.sub(self.replacement, text)
+        """``text`` with every secret-looking substring replaced (only its ``secret`` group, when it has one)."""
+        return self._compiled.sub(self._replace, text)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        for name, value in match.groupdict().items():
+            if value is not None and name.startswith("secret"):
+                start, end = match.start(name) - match.start(), match.end(name) - match.start()
+                whole = match.group(0)
+                return whole[:start] + self.replacement + whole[end:]
+        return self.replacement
 
     def value(self, value: Any) -> Any:
         """A copy of ``value`` with secrets removed, through dicts, lists, tuples and sets.
@@ -114,6 +132,18 @@ class Redactor:
         if isinstance(value, (set, frozenset)):
             return type(value)(self.value(v) for v in value)
         return value
+
+
+def _lift_flags(parts: list[str]) -> list[str]:
+    """Turn a leading global ``(?i)`` inside a part into a scoped ``(?i:...)`` (global flags must open the regex)."""
+    out = []
+    for p in parts:
+        inner = p[3:-1]  # strip the "(?:" ... ")" wrapper
+        if inner.startswith("(?i)"):
+            out.append(f"(?i:{inner[4:]})")
+        else:
+            out.append(p)
+    return out
 
 
 def _normalise(name: str) -> str:

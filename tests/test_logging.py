@@ -35,7 +35,10 @@ ENV_KEY = "sk-CANARYenv0123456789abcdef"
 DSN_PASSWORD = "CANARYpgPass77"
 TOOL_BEARER = "CANARYbearer0123456789xyz"
 TOOL_GOOGLE = "AIzaCANARYgoogle0123456789abcdefXYZ"
-CANARIES = (ENV_KEY, DSN_PASSWORD, TOOL_BEARER, TOOL_GOOGLE)
+TOOL_AWS = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYCANARYAWS1"  # 40 characters, like an AWS secret access key
+TOOL_AWS_ENV = "CANARYenvAWSsecret0123456789/abcdefghijk"
+QUERY_SECRET = "CANARYquerySecret42"
+CANARIES = (ENV_KEY, DSN_PASSWORD, TOOL_BEARER, TOOL_GOOGLE, TOOL_AWS, TOOL_AWS_ENV, QUERY_SECRET)
 
 
 @pytest.fixture(autouse=True)
@@ -210,11 +213,13 @@ filters:
     summarizer: {{type: openai_chat, base_url: "http://127.0.0.1:{server.server_address[1]}/v1", model: small, timeout: 10}}
 checkpointer:
   type: postgres
-  dsn: postgresql://app:{DSN_PASSWORD}@127.0.0.1:1/agents
+  dsn: postgresql://app:{DSN_PASSWORD}@127.0.0.1:1/agents?application_name=ctx&sslpassword={QUERY_SECRET}
 """,
         encoding="utf-8",
     )
-    tool_output = f"$ env | grep -i auth\nAuthorization: Bearer {TOOL_BEARER}\nGOOGLE_KEY={TOOL_GOOGLE}\n" + "line of output\n" * 80
+    tool_output = (f"$ env | grep -i auth\nAuthorization: Bearer {TOOL_BEARER}\nGOOGLE_KEY={TOOL_GOOGLE}\n"
+                   f"AWS_SECRET_ACCESS_KEY={TOOL_AWS_ENV}\n$ cat ~/.aws/credentials\naws_secret_access_key = {TOOL_AWS}\n"
+                   + "line of output\n" * 80)
     state = {
         "messages": [
             {"role": "user", "content": "Show me the environment of the deploy job."},
@@ -294,7 +299,7 @@ def test_verbose_shortcut_and_log_level_precedence(tmp_path: Path) -> None:
 def test_error_lines_are_redacted(tmp_path: Path) -> None:
     """The CLI's own `error:` lines pass the value rules too (a state file path holding a key, here)."""
     result = _ctx("build", "--preset", "chat", "--state", f"missing-{ENV_KEY}.json", cwd=tmp_path)
-    assert result.returncode == 1 and "error: cannot read state missing-[REDACTED]" in result.stderr
+    assert result.returncode == 1 and "error: missing-[REDACTED].json: cannot read state" in result.stderr
     assert ENV_KEY not in result.stderr
 
 

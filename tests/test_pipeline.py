@@ -282,3 +282,19 @@ class TestEnabledAndPrompts:
         """prompts: overrides the text a named static_prompt resolves to."""
         p = Pipeline.from_string("version: 1\nprompts: {persona: Hi there.}\nproviders: [{type: static_prompt, prompt: persona}]\n", host=host)
         assert p.build({}).messages[0].content == "Hi there."
+
+
+def test_unquoted_yaml_boolean_says_quote_it(host) -> None:
+    """``sanitize: off`` (YAML reads false) is an error that says to quote it, at the value's line."""
+    with pytest.raises(ConfigError) as info:
+        Pipeline.from_string("version: 1\ntarget:\n  sanitize: off\nproviders: [history]\n", host=host)
+    (issue,) = info.value.issues
+    assert issue.line == 3 and "YAML reads unquoted off as false; quote it: 'off'" in issue.message
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "a:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 80)) + "  " * 80 + "v: 1\n",
+                                  "version: 1\nx: " + "{a: " * 200 + "1" + "}" * 200 + "\n"])
+def test_deep_nesting_is_a_config_error(host, text: str) -> None:
+    """Nesting past the limit (or past the parser's stack) is a ConfigError, never a RecursionError."""
+    with pytest.raises(ConfigError, match="nested"):
+        Pipeline.from_string(text, host=host)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxcore.redaction import REDACTED, Redactor, is_secret_key, redact, redact_text
+from ctxcore.redaction import DEFAULT_REDACTOR, REDACTED, Redactor, is_secret_key, redact, redact_text
 
 CANARIES = [
     "sk-proj-CANARY1234567890abcdef",
@@ -59,3 +60,45 @@ def test_a_key_never_survives_whatever_surrounds_it(prefix: str, suffix: str, bo
     out = redact_text(f"{prefix} {secret} {suffix}")
     assert secret not in out
     assert not re.search(re.escape(body), out.replace(prefix, "").replace(suffix, ""))
+
+
+class TestRoundTwoPatterns:
+    """AWS secret access keys and secret-named URL query parameters (issue 17); only the secret part is replaced."""
+
+    KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example: 40 characters
+
+    @pytest.mark.parametrize("text", [
+        f"aws_secret_access_key = {KEY}",
+        f"AWS_SECRET_ACCESS_KEY={KEY}",
+        f'"SecretAccessKey": "{KEY}"',
+        f"aws-secret-access-key: '{KEY}'",
+    ])
+    def test_aws_secret_access_key_after_its_name(self, text: str) -> None:
+        """A 40-character key after an aws_secret_access_key-like name is replaced; the name stays readable."""
+        out = redact_text(text)
+        assert self.KEY not in out and "[REDACTED]" in out and out.lower().replace("-", "_").count("secret") == 1
+
+    def test_forty_base64_characters_alone_are_kept(self) -> None:
+        """Without the name a 40-character run is not assumed to be a key (hashes, ids and base64 data stay)."""
+        assert redact_text(f"sha: {self.KEY}") == f"sha: {self.KEY}"
+
+    @pytest.mark.parametrize(("url", "kept"), [
+        ("https://api.example.com/v1?api_key=abc123&model=x", "model=x"),
+        ("https://b.s3.amazonaws.com/o?X-Amz-Credential=AKID%2F1&X-Amz-Signature=f00d", "https://b.s3.amazonaws.com/o?"),
+        ("wss://h/socket?access_token=eyJhbGci.x.y#frag", "#frag"),
+    ])
+    def test_secret_named_query_parameters(self, url: str, kept: str) -> None:
+        """Query parameters named like secrets lose their value; other parameters and the rest of the URL stay."""
+        out = redact_text(url)
+        assert kept in out and "[REDACTED]" in out
+        for secret in ("abc123", "f00d", "AKID", "eyJhbGci"):
+            assert secret not in out
+
+    def test_harmless_query_parameters_are_kept(self) -> None:
+        """``?keyboard=1`` or ``&max_tokens=5`` are not secrets."""
+        assert redact_text("https://h/p?keyboard=1&max_tokens=5") == "https://h/p?keyboard=1&max_tokens=5"
+
+    def test_extension_patterns_may_name_the_secret_group(self) -> None:
+        """The documented extension point: ``extended(value_patterns=...)`` with a ``secret`` group keeps the context."""
+        rules = DEFAULT_REDACTOR.extended(value_patterns=[r"acme_id=(?P<secret>[0-9]{6})"])
+        assert rules.text("acme_id=123456 ok") == "acme_id=[REDACTED] ok"

@@ -10,6 +10,9 @@ commands are attached in :mod:`ctxcore.cli`.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from ctxcore import __version__
@@ -60,5 +63,20 @@ def cli(ctx: click.Context, verbose: int, log_level: str | None, log_format: str
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="ctx")
+    """Console-script entry point.
+
+    The last line of defence for "no traceback reaches a user": an exception no
+    command turned into an ``error:`` line is printed as one (a bug to report);
+    ``CTXCORE_TRACEBACK=1`` shows the traceback instead. The CLI fuzz test
+    (tests/test_cli_fuzz.py) fails on any such exception, so this never hides one.
+    """
+    try:
+        cli(prog_name="ctx")
+    except Exception as exc:
+        if os.environ.get("CTXCORE_TRACEBACK") == "1":
+            raise
+        from ctxcore.redaction import redact_text
+
+        click.echo(f"error: internal error: {type(exc).__name__}: {redact_text(str(exc))} "
+                   "(a bug in ctx or a plugin; CTXCORE_TRACEBACK=1 shows the traceback)", err=True)
+        sys.exit(1)

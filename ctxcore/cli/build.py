@@ -16,9 +16,9 @@ __all__ = ["build"]
 
 
 @click.command()
-@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @click.option("--preset", help="Build with a preset pipeline (chat, react, skill, agent) instead of FILE.")
-@click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False), help='JSON file: {"messages": [OpenAI-style dicts...]}.')
+@click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False, allow_dash=True), help='JSON file (- for stdin): {"messages": [OpenAI-style dicts...]}.')
 @click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "json"]), default="openai", show_default=True,
               help="openai: the request's messages; anthropic: the Messages API body (system, messages, tools); "
                    "json: ctxcore messages with provenance plus the report.")

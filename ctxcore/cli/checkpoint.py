@@ -17,7 +17,7 @@ from ctxcore.errors import ConfigError, CtxError
 
 __all__ = ["checkpoint"]
 
-_PIPELINE = click.option("--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False),
+_PIPELINE = click.option("--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False, allow_dash=True),
                          help="Pipeline file whose `checkpointer:` to open.")
 
 

@@ -13,12 +13,11 @@ import sys
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import click
 
-from ctxcore.cli._common import fail, state
+from ctxcore.cli._common import fail, max_input_bytes, read_input, shown, state
 from ctxcore.plugins.registry import (
     Component,
     ComponentConflict,
@@ -96,12 +95,8 @@ def chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
 
 
 def _read(name: str) -> tuple[str, str]:
-    if name == "-":
-        return "<stdin>", sys.stdin.read()
-    try:
-        return name, Path(name).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        fail(f"cannot read {name}: {exc.strerror}")
+    data = read_input(name, "text", max_input_bytes())  # fstat-capped; '-' is stdin; FIFOs refused
+    return shown(name), data.decode("utf-8", errors="replace")
 
 
 def _create(choice: CounterChoice) -> Any:

@@ -66,8 +66,8 @@ def print_explain(report: BuildReport, console: Console | None = None) -> None:
 
 
 @click.command("explain")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False), help='JSON file: {"messages": [...], "tools": [...]}.')
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False, allow_dash=True), help='JSON file: {"messages": [...], "tools": [...]}.')
 @click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to providers.")
 @click.option("--json", "as_json", is_flag=True, help="Print {budget, total_tokens, tool_tokens, utilization, rows, decisions} as JSON.")
 @click.pass_context

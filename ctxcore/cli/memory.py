@@ -20,7 +20,7 @@ from ctxcore.tools.terminal import clean
 
 __all__ = ["memory"]
 
-_PIPELINE = click.option("--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False),
+_PIPELINE = click.option("--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False, allow_dash=True),
                          help="Pipeline file whose memory: store to use.")
 _NAMESPACE = click.option("--namespace", "-n", default=None, help="Namespace (user or agent); default 'default'.")
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the items as JSON.")

@@ -16,7 +16,7 @@ def pipeline() -> None:
 
 
 @pipeline.command("validate")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.pass_context
 def pipeline_validate(ctx: click.Context, file: str) -> None:
     """Check FILE and create its components; print every problem with its line."""

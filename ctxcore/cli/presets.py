@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ctxcore.cli._common import echo_issues, fail, load_pipeline, state
+from ctxcore.cli._common import echo_issues, fail, load_pipeline, pipeline_text, state
 from ctxcore.errors import ConfigError
 
 __all__ = ["load_file_or_preset"]
@@ -32,7 +32,7 @@ def load_file_or_preset(ctx: click.Context, file: str | None, preset: str | None
 
 
 @click.command("show")
-@click.argument("file", type=click.Path(dir_okay=False), required=False)
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @click.option("--preset", help="Print the YAML of a preset pipeline (see `ctx pipeline presets`).")
 @click.pass_context
 def pipeline_show(ctx: click.Context, file: str | None, preset: str | None) -> None:
@@ -42,9 +42,9 @@ def pipeline_show(ctx: click.Context, file: str | None, preset: str | None) -> N
     if (file is None) == (preset is None):
         fail("give a pipeline FILE or --preset NAME (one of them)", code=2)
     if file is not None:
-        load_pipeline(ctx, file)  # validate first: show only what would load
-        with open(file, encoding="utf-8") as fh:
-            click.echo(fh.read(), nl=False)
+        text = pipeline_text(file)
+        load_pipeline(ctx, file, text)  # validate first: show only what would load
+        click.echo(text, nl=False)
         return
     try:
         click.echo(preset_text(str(preset), host=state(ctx).host), nl=False)

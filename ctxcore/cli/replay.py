@@ -120,8 +120,8 @@ def _write_page(p: Any, builder: Any, messages: list[dict[str, Any]], state: dic
 
 
 @click.command("replay")
-@click.argument("transcript", type=click.Path(dir_okay=False))
-@click.option("--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False), help="Pipeline YAML to build each request with.")
+@click.argument("transcript", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False, allow_dash=True), help="Pipeline YAML to build each request with.")
 @click.option("--price-per-mtok", type=click.FloatRange(min=0), default=3.0, show_default=True, help="Price per million input tokens.")
 @click.option("--cached-discount", type=click.FloatRange(0, 1), default=0.1, show_default=True,
               help="Fraction of the price a cached input token costs (0.1: cached tokens cost 10%).")

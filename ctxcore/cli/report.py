@@ -67,8 +67,8 @@ def _build(p: Any, file: str, state: dict[str, Any], runtime: dict[str, str]
 
 
 @click.command("report")
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False), help='JSON file: {"messages": [...], "tools": [...]}.')
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False, allow_dash=True), help='JSON file: {"messages": [...], "tools": [...]}.')
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, writable=True), help="Write the report as one self-contained HTML page.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (a superset of `ctx explain --json`).")
 @click.option("--title", help="Page title (default: 'ctx report: <pipeline name>').")

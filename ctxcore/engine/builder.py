@@ -41,6 +41,7 @@ from ctxcore.model.transactions import (
 from ctxcore.render import to_anthropic, to_openai_responses, validate_request
 from ctxcore.render.caching import CachePlan, min_cacheable_tokens, plan_anthropic_cache
 from ctxcore.render.openai import check_openai_message
+from ctxcore.render.repair import RepairCache, repair_past
 from ctxcore.render.target import TargetSpec
 
 __all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages", "register_preset_factories"]
@@ -199,6 +200,7 @@ class ContextBuilder:
         # step id -> {id(stored message): (stored, copy with source set)}, kept across builds
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
         self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
+        self._repairs = RepairCache()  # past-message repair decisions, by message object
         self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
         # provider -> {id(message): message} of output messages that passed its per-message rules
         self._valid: dict[str, dict[int, Message]] = {}
@@ -385,6 +387,16 @@ class ContextBuilder:
             report.warnings.append(note)
         return result.messages
 
+    def _repair_past(self, messages: list[Message], report: BuildReport) -> list[Message]:
+        """Repair or drop past messages the target cannot take (decided once per message, see render.repair)."""
+        result = repair_past(messages, self.target.provider, self._repairs)
+        if result.dropped:
+            report.record_dropped(result.dropped, by="sanitize")
+        for note in result.notes:
+            log.info("history_repaired", detail=note)
+            report.notes.append(note)
+        return result.messages
+
     def _is_legal(self, structure: Sequence[Message]) -> bool:
         """Tool-call legality of ``structure``, walking only what was appended since the last build."""
         state, start = self._legality.resume(structure)
@@ -430,6 +442,8 @@ class ContextBuilder:
                 )
         sanitized = self._sanitize(messages, report)
         output = self._run_filters(sanitized, runtime, report, budget)
+        if self.target.sanitize != "off":
+            output = self._repair_past(output, report)
         if self.target.legal_start:
             output = self._legal_start(output, sanitized, tool_tokens, report)
         return self._checked(output, origin, tool_tokens, report, tuple(tools), runtime.get("thread_id"))

@@ -65,6 +65,15 @@ from ctxcore.kit.checkpoints import (
     ensure_newer,
 )
 from ctxcore.kit.components import EmptyConfig
+from ctxcore.kit.files import DEFAULT_MAX_BYTES, FileRefused, inside, read_capped, read_confined
+from ctxcore.kit.markers import (
+    CLOSE_MARKER,
+    OPEN_MARKER,
+    count_markers,
+    has_marker,
+    neutralize_markers,
+    skeleton,
+)
 from ctxcore.kit.memory import (
     MAX_NAMESPACE_LENGTH,
     MemoryStoreBase,
@@ -108,6 +117,17 @@ from ctxcore.model.transactions import (
 from ctxcore.redaction import DEFAULT_REDACTOR, REDACTED, Redactor, redact, redact_text
 
 __all__ = [
+    "CLOSE_MARKER",
+    "DEFAULT_MAX_BYTES",
+    "OPEN_MARKER",
+    "FileRefused",
+    "count_markers",
+    "has_marker",
+    "inside",
+    "neutralize_markers",
+    "read_capped",
+    "read_confined",
+    "skeleton",
     "DEFAULT_NAMESPACE",
     "DEFAULT_PROMPTS",
     "DEFAULT_REDACTOR",

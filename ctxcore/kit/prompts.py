@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ctxcore.errors import ConfigError, ConfigIssue
+from ctxcore.errors import ConfigError, ConfigIssue, FileRefused
 
 __all__ = [
     "DEFAULT_PROMPTS",
@@ -192,7 +192,16 @@ def load_project_prompts(path: str | Path | None = None) -> dict[str, str]:
     cached = _PROJECT_CACHE.get(file)
     if cached is not None and cached[0] == key:
         return dict(cached[1])
-    loaded = load_yaml(file.read_text(encoding="utf-8"), file=str(file))
+    from ctxcore.kit.files import read_capped
+    from ctxcore.model.safe_yaml import MAX_DOCUMENT_BYTES
+
+    try:  # fstat-capped like every input file: a FIFO or a huge file is refused, not read
+        text = read_capped(str(file), max_bytes=MAX_DOCUMENT_BYTES, what="project config").decode("utf-8")
+    except FileRefused as exc:
+        raise ConfigError([ConfigIssue(str(exc).removeprefix(f"{file}: "), file=str(file))]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([ConfigIssue(f"not UTF-8 text (invalid byte at offset {exc.start})", file=str(file))]) from None
+    loaded = load_yaml(text, file=str(file))
     if loaded.issues:
         raise ConfigError(loaded.issues)
     data = loaded.data if isinstance(loaded.data, Mapping) else {}

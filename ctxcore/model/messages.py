@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 __all__ = [
     "Role",
@@ -84,17 +84,56 @@ class FileBlock(_Frozen):
 ContentBlock = Annotated[TextBlock | ImageBlock | FileBlock, Field(discriminator="type")]
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_json_loads(text: str) -> Any:
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity`` (Python accepts them; JSON does not).
+
+    Raises:
+        ValueError: invalid or non-strict JSON (``json.JSONDecodeError`` is a ``ValueError``).
+    """
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def _null_constant(name: str) -> None:
+    return None
+
+
 class ToolCall(_Frozen):
-    """One function call an assistant message requests; ``arguments`` is JSON text."""
+    """One function call an assistant message requests; ``arguments`` is JSON text.
+
+    Arguments that are JSON only to Python (``NaN``, ``Infinity``, which a model
+    or ``json.dumps`` of a float can produce) are repaired when the call is made:
+    each such constant becomes ``null``, so no request body ever carries one
+    (``{"a": NaN}`` is not JSON, and providers reject the whole request).
+    """
 
     id: str
     name: str
     arguments: str = "{}"
     type: Literal["function"] = "function"
 
+    @field_validator("arguments")
+    @classmethod
+    def _strict_json(cls, value: str) -> str:
+        if "NaN" not in value and "Infinity" not in value:  # the common case costs two substring scans
+            return value
+        try:
+            strict_json_loads(value)
+            return value  # the words are inside strings
+        except ValueError:
+            pass
+        try:
+            repaired = json.loads(value, parse_constant=_null_constant)
+        except ValueError:
+            return value  # not JSON at all: left for the target's checks to report
+        return json.dumps(repaired, ensure_ascii=False)
+
     def parsed_arguments(self) -> Any:
-        """Return the arguments decoded from JSON."""
-        return json.loads(self.arguments) if self.arguments else {}
+        """Return the arguments decoded from (strict) JSON."""
+        return strict_json_loads(self.arguments) if self.arguments else {}
 
 
 def _new_id() -> str:

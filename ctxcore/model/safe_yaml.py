@@ -19,14 +19,17 @@ import yaml
 
 from ctxcore.errors import ConfigIssue
 
-__all__ = ["LoadedYaml", "load_yaml", "format_path", "MAX_DOCUMENT_BYTES", "MAX_NODES"]
+__all__ = ["LoadedYaml", "load_yaml", "format_path", "MAX_DOCUMENT_BYTES", "MAX_NODES", "MAX_DEPTH"]
 
 MAX_DOCUMENT_BYTES = 1_000_000
 MAX_NODES = 50_000
+#: deepest nesting of a pipeline document (real pipelines nest about 6 levels).
+MAX_DEPTH = 50
 
 _TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null")}
 _TIMESTAMP = _TAG + "timestamp"
+_TRUE_WORDS = {"yes", "y", "on", "true"}
 _INTERPOLATION = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 
 Path = tuple[Any, ...]
@@ -52,6 +55,16 @@ class LoadedYaml:
     values: dict[Path, tuple[int, int]] = field(default_factory=dict)
     keys: dict[Path, tuple[int, int]] = field(default_factory=dict)
     issues: list[ConfigIssue] = field(default_factory=list)
+    #: values YAML read as booleans from an unquoted word (``off``, ``yes``...): path -> the word written
+    bool_words: dict[Path, str] = field(default_factory=dict)
+
+    def quote_hint(self, path: Path) -> str:
+        """`` — YAML reads unquoted off as false; quote it: 'off'`` when ``path`` (or its parent) was such a word."""
+        for p in (tuple(path), tuple(path)[:-1]):
+            word = self.bool_words.get(p)
+            if word is not None:
+                return f" — YAML reads unquoted {word} as {str(word.lower() in _TRUE_WORDS).lower()}; quote it: '{word}'"
+        return ""
 
     def issue(self, path: Path, message: str, *, at_key: bool = False) -> ConfigIssue:
         """A :class:`ConfigIssue` located at ``path`` (or its nearest located parent)."""
@@ -88,6 +101,8 @@ class _Converter:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise _TooLarge(node)
+        if len(path) > MAX_DEPTH:
+            raise _TooDeep(node)
         self.out.values[path] = self.mark(node)
         if isinstance(node, yaml.ScalarNode):
             return self.scalar(node, path)
@@ -139,6 +154,8 @@ class _Converter:
             self.fail(node, path, f"tag {node.tag!r} is not allowed (no object construction in pipeline files)")
             return None
         value = self.loader.construct_object(node)
+        if isinstance(value, bool) and node.style is None:
+            self.out.bool_words[path] = node.value
         if isinstance(value, str) and "$" in value:
             value = self.interpolate(value, node, path)
         return value
@@ -164,6 +181,10 @@ class _TooLarge(Exception):
         self.node = node
 
 
+class _TooDeep(_TooLarge):
+    pass
+
+
 def load_yaml(text: str, *, file: str = "<string>", env: Mapping[str, str] | None = None) -> LoadedYaml:
     """Parse one YAML document into plain data with positions and every problem found."""
     import os
@@ -175,6 +196,9 @@ def load_yaml(text: str, *, file: str = "<string>", env: Mapping[str, str] | Non
         return out
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:  # flow nesting like [[[[...]]]] deeper than the parser's stack
+        out.issues.append(ConfigIssue(f"the document is nested too deeply (the limit is {MAX_DEPTH} levels)", file=file))
+        return out
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
@@ -191,6 +215,10 @@ def load_yaml(text: str, *, file: str = "<string>", env: Mapping[str, str] | Non
         out.data = converter.convert(node, ())
         if out.data is None and not out.issues:
             out.issues.append(ConfigIssue("the document is empty (null); a pipeline needs at least 'version: 1'", file=file, line=1, column=1))
+    except _TooDeep as exc:
+        line, col = converter.mark(exc.node)
+        out.issues.append(ConfigIssue(f"the document is nested deeper than {MAX_DEPTH} levels", file=file, line=line, column=col))
+        out.data = None
     except _TooLarge as exc:
         line, col = converter.mark(exc.node)
         out.issues.append(

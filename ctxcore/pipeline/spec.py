@@ -27,9 +27,10 @@ from pydantic import (
 
 from ctxcore.engine.budget import ModelBudget
 from ctxcore.engine.builder import BuiltContext, ContextBuilder, Step
-from ctxcore.errors import ConfigError, ConfigIssue
+from ctxcore.errors import ConfigError, ConfigIssue, FileRefused
+from ctxcore.kit.files import read_capped
 from ctxcore.kit.prompts import PipelineContext, PromptTexts, use_pipeline_context
-from ctxcore.model.safe_yaml import LoadedYaml, load_yaml
+from ctxcore.model.safe_yaml import MAX_DOCUMENT_BYTES, LoadedYaml, load_yaml
 from ctxcore.plugins.host import PluginHost, default_host
 from ctxcore.plugins.registry import Component, ComponentConflict, UnknownComponent
 from ctxcore.render.target import TargetSpec
@@ -177,10 +178,12 @@ class Pipeline:
     def from_yaml(cls, path: str | FsPath, *, host: PluginHost | None = None, env: Mapping[str, str] | None = None) -> Pipeline:
         """Load and validate a pipeline file."""
         path = FsPath(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError([ConfigIssue(f"cannot read pipeline file: {exc}", file=str(path))]) from exc
+        try:  # fstat before reading, at most the cap read, FIFOs and devices refused (docs/security.md)
+            text = read_capped(str(path), max_bytes=MAX_DOCUMENT_BYTES, what="pipeline").decode("utf-8")
+        except FileRefused as exc:
+            raise ConfigError([ConfigIssue(f"cannot read pipeline file: {str(exc).removeprefix(f'{path}: ')}", file=str(path))]) from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError([ConfigIssue(f"the pipeline is not UTF-8 text (invalid byte at offset {exc.start})", file=str(path))]) from exc
         return cls.from_string(text, file=str(path), host=host, env=env)
 
     @classmethod
@@ -418,5 +421,7 @@ def _pydantic_issues(
             message += f" — did you mean {close[0]!r}?" if close else (f" (allowed: {', '.join(allowed)})" if allowed else "")
         elif component:
             message = f"{message} ({component})"
+        if not at_key:
+            message += loaded.quote_hint(path)
         issues.append(loaded.issue(path, message, at_key=at_key))
     return issues

@@ -7,6 +7,12 @@ thread's file (exclusive to write, shared to read), and re-checks after locking
 that the path still names the locked file, because ``prune`` replaces files by
 rename and ``delete_thread`` unlinks them. Network file systems are unsupported
 (``flock`` and rename atomicity are not reliable there).
+
+``prune`` writes ``.<file>.<pid>.<thread>.tmp`` and renames it over the file; a
+process killed in between leaves the temp file behind. Every prune, holding the
+thread's exclusive lock (so no live prune of that thread can own one), removes
+that thread's temp files whose writer process is gone or which are older than
+:data:`STALE_TMP_SECONDS`.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -106,6 +114,50 @@ def _write_all(fd: int, data: bytes, offset: int) -> None:
         written = os.pwrite(fd, view, offset)
         view = view[written:]
         offset += written
+
+
+#: a prune's temp file older than this is stale even when its pid is alive (the pid may have been reused).
+STALE_TMP_SECONDS = 600.0
+_TMP = re.compile(r"^\.(?P<file>.+)\.(?P<pid>[0-9]+)\.[0-9]+\.tmp$")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid < 2**22  # PermissionError: alive, another user's; OverflowError: not a pid
+    return True
+
+
+def remove_stale_tmp(directory: Path, file_name: str, *, now: float | None = None) -> list[Path]:
+    """Remove the prune temp files of ``file_name`` left by dead processes or older than STALE_TMP_SECONDS.
+
+    Call it holding the thread file's exclusive lock. Returns the removed paths.
+    """
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TMP.match(entry.name)
+        if match is None or match["file"] != file_name or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except FileNotFoundError:
+            continue
+        if age < STALE_TMP_SECONDS and _pid_alive(int(match["pid"])):
+            continue  # possibly a live writer's (another prune cannot hold this lock, but be certain)
+        try:
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except FileNotFoundError:
+            pass
+    return removed
 
 
 class JsonlCheckpointer(AsyncCheckpointerMixin):
@@ -305,6 +357,7 @@ class JsonlCheckpointer(AsyncCheckpointerMixin):
         with self._locked(file, fcntl.LOCK_EX) as opened:
             if opened is None:
                 return 0
+            remove_stale_tmp(self.path, file.name)  # left by a prune killed before its rename
             data = _read_all(opened[0])
             result = scan(data, file=str(file))
             removed = len(result.records) - keep_last

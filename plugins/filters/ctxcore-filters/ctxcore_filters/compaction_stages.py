@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxcore import CachedCounter, Message, Unit, group_units
+from ctxcore.kit import neutralize_markers
 from ctxcore_filters.compaction_config import (
     ConsolidateStep,
     SummarizeStep,
@@ -397,7 +398,8 @@ class _SummaryStage(Stage):
         start, end = found
         span = work.messages[start:end]
         target = self.body_tokens(sum(work.tokens[start:end]))
-        body = _fit(str(self.summarizer.summarize(span, target)).strip(), target, env.counter)
+        # a summary is model output over untrusted text: it may not open or close a runtime-context block
+        body = _fit(neutralize_markers(str(self.summarizer.summarize(span, target)).strip()), target, env.counter)
         count = sum(len(raw_ids(m)) for m in span)
         new = _artifact(work, start, end, stage=self.kind, step=self.step_id, content=summary_header(count) + body,
                         trust="untrusted")

@@ -3,9 +3,11 @@
 Confinement rules (``confined_file``): a configured name is relative, has no
 ``..`` segment, and after following symlinks resolves to a regular file inside
 the resolved root (compared by path segment, so ``/work/ab`` is not inside
-``/work/a``). The size is checked with ``stat`` before the file is opened, so an
-oversized file is never read; binary files (a NUL byte in the first 8 KiB) are
-refused; invalid UTF-8 is replaced.
+``/work/a``). The file is then read by :func:`ctxcore.kit.read_confined`, which
+reopens it from the root's descriptor one component at a time with
+``O_NOFOLLOW`` and checks the size with ``fstat`` before reading: a file or
+directory swapped for a symlink after the check is never followed. Binary
+files (a NUL byte in the first 8 KiB) are refused; invalid UTF-8 is replaced.
 """
 
 from __future__ import annotations
@@ -18,22 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Generic, TypeVar
 
+from ctxcore.kit import DEFAULT_MAX_BYTES, FileRefused, inside, read_confined
+
 __all__ = ["FileRefused", "confined_file", "inside", "read_text", "RenderCache", "DEFAULT_MAX_BYTES"]
 
-#: default size cap of one file (bytes).
-DEFAULT_MAX_BYTES = 256 * 1024
 _SNIFF = 8192
 
 T = TypeVar("T")
-
-
-class FileRefused(ValueError):
-    """A file the confinement rules do not allow; the message says which rule."""
-
-
-def inside(path: Path, root: Path) -> bool:
-    """True when resolved ``path`` is ``root`` or below it, compared segment by segment."""
-    return path == root or root in path.parents
 
 
 def check_relative(name: str) -> None:
@@ -77,7 +70,12 @@ def confined_file(root: Path, name: str, *, max_bytes: int = DEFAULT_MAX_BYTES, 
     roots = list(allowed_roots) or [root]
     if not any(inside(resolved, r) for r in roots):
         raise FileRefused(f"{name!r}: resolves to {resolved}, outside the allowed root(s) {', '.join(map(str, roots))}")
-    st = resolved.stat()
+    try:
+        st = resolved.stat()
+    except FileNotFoundError:  # removed (or swapped) since it was resolved
+        return None
+    except OSError as exc:
+        raise FileRefused(f"{name!r}: cannot stat: {exc.strerror}") from exc
     if not stat.S_ISREG(st.st_mode):
         raise FileRefused(f"{name!r}: not a regular file")
     if st.st_size > max_bytes:
@@ -85,23 +83,17 @@ def confined_file(root: Path, name: str, *, max_bytes: int = DEFAULT_MAX_BYTES, 
     return resolved
 
 
-def read_text(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+def read_text(path: Path, *, roots: Sequence[Path], max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     """Read a confined file as UTF-8 (invalid bytes replaced), refusing binary content.
 
-    Reads at most ``max_bytes + 1`` bytes, so a file that grew after its check is
-    still refused instead of read whole.
+    ``path`` is read only while it is a regular file below one of ``roots`` (see
+    :func:`ctxcore.kit.read_confined`); at most ``max_bytes`` are read.
 
     Raises:
-        FileRefused: binary content, or larger than ``max_bytes``.
+        FileRefused: outside the roots, binary content, or larger than ``max_bytes``.
+        FileNotFoundError: removed since it was found (callers treat it as missing).
     """
-    # O_NONBLOCK: a FIFO swapped in after the confinement check must not block the build
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise FileRefused(f"{path.name!r}: not a regular file")
-        data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise FileRefused(f"{path.name!r}: over the {max_bytes}-byte limit")
+    data = read_confined(path, roots, max_bytes=max_bytes, name=repr(path.name))
     if b"\x00" in data[:_SNIFF]:
         raise FileRefused(f"{path.name!r}: binary file (NUL bytes), only text files are read")
     return data.decode("utf-8", errors="replace")

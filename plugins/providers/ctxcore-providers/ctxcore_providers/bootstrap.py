@@ -128,7 +128,9 @@ class BootstrapFiles:
                         continue
                     seen.add(path)
                     deps.append(path)
-                    parts.append(self._expand(path, read_text(path, max_bytes=self.max_bytes), [path], deps).strip())
+                    parts.append(self._expand(path, read_text(path, roots=self._allowed(), max_bytes=self.max_bytes), [path], deps).strip())
+                except FileNotFoundError:  # removed since it was found: as if it were missing
+                    continue
                 except FileRefused as exc:
                     self._refused(f"bootstrap file {exc}")
             if parts:
@@ -162,7 +164,11 @@ class BootstrapFiles:
                 log.warning("bootstrap_import_cycle", file=str(path), target=target)
                 return ""
             deps.append(resolved)
-            size = resolved.stat().st_size
+            try:
+                size = resolved.stat().st_size
+            except OSError:  # removed since it was checked: as if it were missing
+                self.warnings.append(f"{path.name}: @import {target} skipped: file not found")
+                return ""
             if self._budget[1] <= 0 or size > self._budget[0]:
                 self._refused(f"{path.name}: @import {target} skipped: imports of one file are over the limit of "
                               f"{MAX_IMPORTS} files and {self.max_bytes} bytes (max_bytes)")
@@ -170,7 +176,10 @@ class BootstrapFiles:
             self._budget[0] -= size
             self._budget[1] -= 1
             try:
-                return self._expand(resolved, read_text(resolved, max_bytes=self.max_bytes), [*stack, resolved], deps).strip()
+                return self._expand(resolved, read_text(resolved, roots=self._allowed(), max_bytes=self.max_bytes), [*stack, resolved], deps).strip()
+            except FileNotFoundError:
+                self.warnings.append(f"{path.name}: @import {target} skipped: file not found")
+                return ""
             except FileRefused as exc:
                 self._refused(f"{path.name}: @import {exc}")
                 return ""

@@ -25,7 +25,8 @@ filter reads the newest few), once per message, and cached by object:
   message explaining them is put before the history;
 - marker neutralising: live runtime-context blocks are removed from stored
   user messages (they are never part of history) and marker look-alikes in
-  user and tool text are neutralised, so only the current turn's block is live.
+  the text of every role are neutralised (:func:`ctxcore.kit.neutralize_markers`),
+  so only the current turn's block is live.
 
 An optional working-memory adapter (``build_view(messages) -> messages``; the
 constructor argument, else ``runtime["working_memory"]``) reshapes the result.
@@ -66,7 +67,7 @@ class HistoryConfig(BaseModel):
 
     state_key: str = Field(default="messages", description="Key of the message list in the state.")
     annotate: bool = Field(default=True, description="Mark tool plans and observations and explain them once.")
-    neutralize_markers: bool = Field(default=True, description="Defuse runtime-context marker look-alikes in user and tool text.")
+    neutralize_markers: bool = Field(default=True, description="Defuse runtime-context marker look-alikes in the text of every role.")
     # A YAML file can only leave it null: the JSON Schema says so (`ctx pipeline schema`).
     working_memory: Any = Field(default=None, description="An object with build_view(messages) (Python only).",
                                 json_schema_extra={"type": "null"})
@@ -299,7 +300,7 @@ class History:
 
     def _derive(self, m: Message) -> Message:
         update: dict[str, Any] = {}
-        if self.neutralize and m.role in ("user", "tool") and m.content is not None:
+        if self.neutralize and m.content is not None:  # every role: assistant text can quote a forged marker too
             content = _clean_content(m.content, strip=m.role == "user")
             if content is not m.content:
                 update["content"] = content

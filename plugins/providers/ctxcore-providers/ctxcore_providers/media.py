@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ctxcore import ImageBlock
+from ctxcore.kit import FileRefused, read_capped
 
 __all__ = ["sniff_image_type", "attachment_blocks", "MAX_IMAGE_BYTES"]
 
@@ -47,12 +48,14 @@ def attachment_blocks(paths: Sequence[str | Path], *, max_image_bytes: int = MAX
         if not stat.S_ISREG(st.st_mode) or st.st_size > max_image_bytes:
             references.append(f"[Attachment: {path}]")
             continue
-        with open(path, "rb") as fh:
-            head = fh.read(16)
-            mime = sniff_image_type(head)
-            if mime is None:
-                references.append(f"[Attachment: {path}]")
-                continue
-            data = head + fh.read(max_image_bytes)
+        try:  # fstat on the open descriptor: a FIFO swapped in after stat() is refused, never waited on
+            data = read_capped(str(path.absolute()), max_bytes=max_image_bytes, what="attachment")  # never "-" (stdin)
+        except FileRefused:
+            references.append(f"[Attachment: {path}]")
+            continue
+        mime = sniff_image_type(data[:16])
+        if mime is None:
+            references.append(f"[Attachment: {path}]")
+            continue
         images.append(ImageBlock(url=f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"))
     return images, references

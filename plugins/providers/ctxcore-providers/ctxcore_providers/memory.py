@@ -79,7 +79,10 @@ class MemoryFile:
         path = confined_file(self.root, self.config.path, max_bytes=self.config.max_bytes)
         if path is None:
             return (), deps
-        content = read_text(path, max_bytes=self.config.max_bytes).strip()
+        try:
+            content = read_text(path, roots=[self.root], max_bytes=self.config.max_bytes).strip()
+        except FileNotFoundError:  # removed since it was found
+            return (), deps
         if not content or content == self.template:
             return (), deps
         text = f"# Memory\n\n## Long-term Memory\n{content}"
@@ -253,7 +256,11 @@ class RecentMemory:
         if path is None:
             return [], deps
         entries = []
-        for n, line in enumerate(read_text(path, max_bytes=self.config.max_bytes).splitlines(), 1):
+        try:
+            log_text = read_text(path, roots=[self.root], max_bytes=self.config.max_bytes)
+        except FileNotFoundError:  # removed since it was found
+            return [], deps
+        for n, line in enumerate(log_text.splitlines(), 1):
             if not line.strip():
                 continue
             try:

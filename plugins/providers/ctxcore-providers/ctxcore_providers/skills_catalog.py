@@ -103,14 +103,20 @@ def _names(value: Any, where: str, key: str) -> tuple[str, ...]:
 
 
 def parse_skill(path: Path, *, origin: str = "", env: Mapping[str, str] | None = None,
-                which: Callable[[str], str | None] = shutil.which, max_bytes: int = DEFAULT_MAX_BYTES) -> Skill:
+                which: Callable[[str], str | None] = shutil.which, max_bytes: int = DEFAULT_MAX_BYTES,
+                root: Path | None = None) -> Skill:
     """Parse one ``SKILL.md``; requirements are checked against ``env`` and ``which``.
+
+    The file is read only while it lies below ``root`` (default: the skill's own
+    directory's parent, resolved): a skill directory or SKILL.md that is a
+    symlink to a file outside is refused, since skills become system messages.
 
     Raises:
         ValueError: the file has no valid front matter, or lacks name/description.
     """
     where = str(path)
-    meta, body = _split_front_matter(read_text(path, max_bytes=max_bytes), where)
+    confine = root if root is not None else path.parent.parent.resolve()
+    meta, body = _split_front_matter(read_text(path, roots=[confine], max_bytes=max_bytes), where)
     name = meta.get("name") or path.parent.name
     description = meta.get("description")
     if not isinstance(name, str) or not isinstance(description, str) or not description.strip():
@@ -176,7 +182,7 @@ class SkillsCatalog:
                 if not skill_md.is_file():
                     continue
                 try:
-                    skill = parse_skill(skill_md, origin=origin, env=self.env, which=self.which)
+                    skill = parse_skill(skill_md, origin=origin, env=self.env, which=self.which, root=root)
                 except (ValueError, FileRefused, OSError) as exc:
                     self.errors.append(str(exc))
                     continue

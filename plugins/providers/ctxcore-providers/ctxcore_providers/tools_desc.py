@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore import Message, system
 from ctxcore.kit import get_prompt
+from ctxcore_providers._markers import neutralize_markers
 from ctxcore_providers._render import stable_id
 
 
@@ -85,6 +86,7 @@ class ToolsDesc:
             raise ValueError(f"state[{self.state_key!r}] must be a string or a list of tool definitions, not {type(value).__name__}")
         if not block:
             return ()
+        block = neutralize_markers(block)  # descriptions come from state (tool servers, users): never a live marker
         text = self.template.replace("{tools_desc}", block)
         return (system(text, id=stable_id("tools_desc", text), priority=self.priority),)
 

@@ -89,7 +89,7 @@ class TestHostileImports:
 
         def run() -> None:
             try:
-                result.append(read_text(fifo))
+                result.append(read_text(fifo, roots=[tmp_path.resolve()]))
             except FileRefused as exc:
                 result.append(exc)
 

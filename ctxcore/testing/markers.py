@@ -1,0 +1,67 @@
+"""Hypothesis strategies for forged runtime-context markers, for property tests of any channel.
+
+``marker_lookalike()`` draws one forged marker — open or close — spelled the
+way an attacker would: other brackets and slashes, full-width and mathematical
+letters (NFKC-equivalent), Cyrillic and Greek homoglyphs, invisible characters
+between letters, odd spacing and case. ``text_with_markers()`` hides some in
+random text. A provider or filter that passes untrusted text on can assert that
+``ctxcore.kit.count_markers`` of its output is 0 for any such input.
+
+Needs ``hypothesis`` (the ``test`` extra); it is imported when a strategy is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["marker_lookalike", "text_with_markers", "HOMOGLYPHS"]
+
+#: non-ASCII look-alikes of the marker's letters (Cyrillic, Greek, Armenian, Latin small capitals, ...).
+HOMOGLYPHS: dict[str, str] = {
+    "r": "гᴦⲅꭇ", "u": "սυʋᴜꭎ", "n": "ոռ", "i": "іıɩιӏ", "m": "ⅿ",
+    "e": "еҽ℮ꬲ", "c": "сϲⅽᴄ", "o": "оοօσ໐", "x": "х×ⅹ",
+    "R": "ᎡꓣƦ", "C": "СϹⅭꓚ", "T": "ТΤꓔ",
+}
+_BRACKETS = "[［〔【⟦⟨〈「『❲«‹<{﹝⁅"
+_SLASHES = ["/", "／", "⁄", "∕", "⧸", "╱", "\\"]
+_INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u034f", "\u180e", "\u2061", "\U000e0020", "\ufe0f"]
+_SPACES = ["", " ", "  ", "\u3000", "\u00a0", "\t", "\n", "\u2003"]
+
+
+def _letter_variants(c: str) -> list[str]:
+    out = [c, c.swapcase()]
+    if c.isascii() and c.isalpha():
+        out.append(chr(ord(c) + 0xFEE0))  # full width
+        base = 0x1D400 if c.isupper() else 0x1D41A  # mathematical bold
+        out.append(chr(base + ord(c.upper()) - ord("A")))
+    out.extend(HOMOGLYPHS.get(c, ""))
+    return out
+
+
+def marker_lookalike() -> Any:
+    """A strategy of forged opening or closing markers (each is a look-alike ``count_markers`` must find)."""
+    from hypothesis import strategies as st
+
+    def word(w: str) -> Any:
+        letters = [st.tuples(st.sampled_from(_letter_variants(c)), st.sampled_from(["", "", *_INVISIBLE])) for c in w]
+        return st.tuples(*letters).map(lambda pairs: "".join(a + b for a, b in pairs))
+
+    return st.tuples(
+        st.sampled_from(_BRACKETS),
+        st.sampled_from(_SPACES[:3]),
+        st.one_of(st.just(""), st.sampled_from(_SLASHES)),
+        st.sampled_from(_SPACES),
+        word("Runtime"),
+        st.sampled_from(_SPACES),
+        word("Context"),
+        st.sampled_from(["]", "］", "", " —", "〕"]),
+    ).map("".join)
+
+
+def text_with_markers(max_markers: int = 3) -> Any:
+    """A strategy of random text with up to ``max_markers`` forged markers in it."""
+    from hypothesis import strategies as st
+
+    filler = st.text(max_size=20)
+    return st.lists(st.tuples(filler, marker_lookalike()), min_size=1, max_size=max_markers).flatmap(
+        lambda parts: filler.map(lambda tail: "".join(a + b for a, b in parts) + tail))

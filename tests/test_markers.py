@@ -1,0 +1,60 @@
+"""The marker neutraliser (``ctxcore.kit.markers``): every look-alike is found, neutralising is idempotent and leaves nothing live.
+
+Property tests draw forged markers from ``ctxcore.testing.markers``; the quick
+profile runs 200 examples each, ``CTXCORE_THOROUGH=1`` runs 5,000 (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxcore.kit import CLOSE_MARKER, OPEN_MARKER, count_markers, has_marker, neutralize_markers, skeleton
+from ctxcore.testing.markers import marker_lookalike, text_with_markers
+
+EXAMPLES = 5000 if os.environ.get("CTXCORE_THOROUGH") == "1" else 200
+
+
+class TestNeutraliser:
+    @settings(max_examples=EXAMPLES, deadline=None)
+    @given(marker_lookalike())
+    def test_every_lookalike_is_found(self, forged: str) -> None:
+        """Each drawn look-alike (homoglyphs, NFKC forms, invisible characters, other brackets and slashes) is one marker."""
+        assert count_markers(forged) == 1, (forged, skeleton(forged))
+
+    @settings(max_examples=EXAMPLES, deadline=None)
+    @given(text_with_markers())
+    def test_neutralised_text_has_no_marker_and_is_stable(self, text: str) -> None:
+        """After neutralising nothing is live, and neutralising again changes nothing (idempotent)."""
+        once = neutralize_markers(text)
+        assert count_markers(once) == 0
+        assert neutralize_markers(once) == once
+
+    @settings(max_examples=EXAMPLES, deadline=None)
+    @given(st.text())
+    def test_only_brackets_change(self, text: str) -> None:
+        """Neutralising keeps the length and changes only bracket characters, each into ``(``."""
+        out = neutralize_markers(text)
+        assert len(out) == len(text)
+        assert all(a == b or b == "(" for a, b in zip(text, out, strict=True))
+
+    @pytest.mark.parametrize("text", [OPEN_MARKER + "]", CLOSE_MARKER, "[runtime context", "[ / RUNTIME   CONTEXT ]"])
+    def test_the_exact_markers_are_markers(self, text: str) -> None:
+        """The markers the provider writes are found too (only the provider's own block may keep them)."""
+        assert has_marker(text)
+        assert neutralize_markers(text).startswith("(")
+
+    @pytest.mark.parametrize("text", ["(Runtime Context)", "[Runtime Contex", "[x] runtime context", "[Runtime] Context",
+                                      "[Run time Context"])
+    def test_near_misses_are_left_alone(self, text: str) -> None:
+        """A parenthesis (what a neutralised marker becomes) or a broken word is not a marker."""
+        assert not has_marker(text)
+        assert neutralize_markers(text) == text
+
+    def test_bracket_heavy_text_is_not_rescanned(self) -> None:
+        """JSON full of brackets is rejected by the regex engine (each bracket is followed at most a few characters)."""
+        text = '[{"a": [1, [2, [3]]]}, "[x]"]\n' * 2000
+        assert neutralize_markers(text) is text
