@@ -158,12 +158,12 @@ class TokenBudget:
         read = messages[current.start:current.end] if current is not None else []
         current_cost = sum(map(count, read))
         if current_cost > limit:
-            self._window.save(structure, None)
+            self._window.save([], None)
             required = budget - limit
             detail = self._detail(False, required, current_cost, current is not None, budget)
             return self._overflow(pinned, start, [], set(), required + current_cost, budget, ctx, detail)
         if current is None:
-            self._window.save(structure, None)
+            self._window.save([], None)
             return pinned
         remaining = limit - current_cost
         kept, starts, costs = [read], [current.start], [current_cost]
@@ -191,6 +191,9 @@ class TokenBudget:
         for cost in reversed(costs):
             sums.append(sums[-1] + cost)
         old_starts.extend(reversed(starts))
+        if not is_lazy(messages):  # a caller's plain list may be mutated in place after the build: not kept
+            self._window.save([], None)
+            return pinned
         self._window.save(structure, _Window(
             start, limit, counter, _layers(messages), _last_run(structure, floor), old_starts[0], old_starts, sums,
             pinned[start:],
@@ -201,7 +204,7 @@ class TokenBudget:
         self, messages: Sequence[Message], structure: Sequence[Message], start: int, limit: int, counter: object
     ) -> _Window | None:
         """The last build's window when this build's history only appended to it (else ``None``: a full walk)."""
-        if not is_lazy(messages):  # a caller's plain list may be mutated in place after the build
+        if not is_lazy(messages):  # see the end of _tail_first: only a lazy input's window is kept
             return None
         last, _ = self._window.resume(structure)
         if last is None or last.start != start or last.limit != limit:
