@@ -312,6 +312,68 @@ def test_incremental_builds_equal_builds_from_scratch(start: list[Message], budg
     assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
 
 
+@st.composite
+def conversation_steps(draw: Any) -> list[list[Message]]:
+    """The appends of a legal conversation: user and assistant messages and tool runs (1-3 parallel calls),
+    a run's call and results sometimes appended in separate steps, as an agent loop does."""
+    steps: list[list[Message]] = []
+    for u in range(draw(st.integers(1, 24))):
+        kind = draw(st.sampled_from(["user", "assistant", "tools"]))
+        text = draw(TEXT)
+        if kind == "user":
+            steps.append([human(text or "hi")])
+        elif kind == "assistant":
+            steps.append([ai(text or "ok")])
+        else:
+            ids = [f"t{u}_{k}" for k in range(draw(st.integers(1, 3)))]
+            call = ai(tool_calls=[{"id": i, "name": "read", "arguments": {"p": text}} for i in ids])
+            results = [tool(text * draw(st.integers(1, 9)), tool_call_id=i) for i in ids]
+            cut = draw(st.integers(0, len(results)))
+            steps.extend([[call, *results[:cut]], results[cut:]] if cut < len(results) else [[call, *results]])
+    return steps
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(steps=conversation_steps(), budget=st.integers(40, 900), dicts=st.booleans(), data=st.data())
+def test_next_turns_reuse_the_last_window_exactly(steps: list[list[Message]], budget: int, dicts: bool, data: Any) -> None:
+    """A history that only grows (the next turns of a conversation, a tool run's results in a later step):
+    every build, reusing the last build's kept window, equals a fresh builder's build."""
+    counter = TiktokenCounter("cl100k_base")
+    reused = agent_builder(counter, budget, on_overflow="warn")
+    history: list[Any] = []
+    for step in steps:
+        history.extend(m.to_openai() for m in step) if dicts else history.extend(step)
+        if step[0].role != "tool" and not data.draw(st.integers(0, 3)):
+            continue  # not every append is followed by a build
+        assert outcome(reused, history) == outcome(agent_builder(counter, budget, on_overflow="warn"), history)
+
+
+class TestWindowReuse:
+    def test_a_next_turn_walks_only_the_new_units(self, transcript: list[Message], monkeypatch: Any) -> None:
+        """After one appended message, token_budget groups only that message's unit; the older kept units
+        come from the last window, and the window is the one a fresh builder keeps."""
+        counter = TiktokenCounter("cl100k_base")
+        builder = agent_builder(counter, 32_000)
+        history = transcript[:2_000]
+        state = {"messages": history}
+        builder.build(state)
+        history.append(human("one more question"))
+        module = sys.modules[TokenBudget.__module__]
+        units = module._units_newest_first
+        walked: list[int] = []
+
+        def counting(structure: Any, floor: int) -> Any:
+            for unit in units(structure, floor):
+                walked.append(unit.start)
+                yield unit
+
+        monkeypatch.setattr(module, "_units_newest_first", counting)
+        built = builder.build(state)
+        assert len(walked) <= 2  # the new unit, and the one that may be found not to fit
+        fresh = agent_builder(counter, 32_000).build(state)
+        assert built.messages == fresh.messages and len(built.messages) > 50
+
+
 class TestLazyPieces:
     def test_lazy_messages_transform_once_and_only_when_read(self) -> None:
         """A transform runs on first read of a message and its result is reused by later sequences."""

@@ -172,3 +172,28 @@ class TestPipelineTarget:
         assert built.messages[1].text == "a\n\nb"
         assert built.messages[2].text == f"used {built.report.total_tokens}/2000"
 
+
+
+class TestValidationAcrossBuilds:
+    def test_a_message_validated_before_is_not_a_pass_for_a_new_one(self) -> None:
+        """The builder remembers which output messages passed OpenAI's rules; a new bad message still fails,
+        with the index validate_request gives."""
+        msgs = [system("s"), human("u1"), ai("a1")]
+        b = ContextBuilder([Fixed(msgs)], [], ApproximateCounter())
+        assert len(b.build().messages) == 3
+        bad = Message(role="user", content="hi", name="two words")
+        msgs.append(bad)
+        with pytest.raises(InvalidHistory) as raised:
+            b.build()
+        with pytest.raises(InvalidHistory) as direct:
+            validate_request(msgs, "openai")
+        assert raised.value.index == direct.value.index == 3 and str(raised.value) == str(direct.value)
+
+    def test_a_new_provider_checks_every_message_again(self) -> None:
+        """Messages that passed OpenAI's rules are checked by Anthropic's when the target changes."""
+        msgs = [system("s"), ai("a1"), human("u1")]
+        b = ContextBuilder([Fixed(msgs)], [], ApproximateCounter(), target=TargetSpec(legal_start=False))
+        b.build()
+        b.target = TargetSpec(provider="anthropic", legal_start=False)
+        with pytest.raises(InvalidHistory, match="first message after the system prompt"):
+            b.build()

@@ -151,3 +151,13 @@ def test_counting_text_messages_never_digests_them() -> None:
     assert cached.misses == before
     changed = messages[0].model_copy(update={"content": "something else"})
     assert count_key(changed) != count_key(messages[0])
+
+
+def test_count_each_is_count_message_per_message() -> None:
+    """count_each gives each message's count_message, in order, and counts the memo answers as hits."""
+    counter = CachedCounter(ApproximateCounter())
+    seen, new = human("hello there"), ai("a longer answer, with more words in it")
+    first = counter.count_message(seen)
+    assert (counter.hits, counter.misses) == (0, 1)
+    assert counter.count_each([seen, new, seen]) == [first, counter.count_message(new), first]
+    assert (counter.hits, counter.misses) == (3, 2)

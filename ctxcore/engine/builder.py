@@ -40,6 +40,7 @@ from ctxcore.model.transactions import (
 )
 from ctxcore.render import to_anthropic, to_openai_responses, validate_request
 from ctxcore.render.caching import CachePlan, min_cacheable_tokens, plan_anthropic_cache
+from ctxcore.render.openai import check_openai_message
 from ctxcore.render.repair import RepairCache, repair_past
 from ctxcore.render.target import TargetSpec
 
@@ -201,6 +202,8 @@ class ContextBuilder:
         self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
         self._repairs = RepairCache()  # past-message repair decisions, by message object
         self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
+        # provider -> {id(message): message} of output messages that passed its per-message rules
+        self._valid: dict[str, dict[int, Message]] = {}
         # thread id -> (system fingerprints, other fingerprints) of its last build, for cache breakpoints
         self._sent: OrderedDict[Any, tuple[tuple[str, ...], tuple[str, ...]]] = OrderedDict()
 
@@ -451,12 +454,12 @@ class ContextBuilder:
     ) -> BuiltContext:
         """Validate, count and record the output; notify observers."""
         if self.target.validate_request:
-            validate_request(messages, self.target.provider)  # includes the pairing check
+            self._validate(messages)  # includes the pairing check
         elif self.check_pairing:
             check_tool_pairing(messages)
         if self.budget is not None and self.budget.max_input_chars is not None:
             check_input_chars(messages, self.budget.max_input_chars, report)
-        tokens = [self.counter.count_message(m) for m in messages]
+        tokens = self.counter.count_each(messages)
         report.tool_tokens = tool_tokens
         report.total_tokens = sum(tokens) + self.counter.priming + tool_tokens
         if report.budget is not None and report.total_tokens > report.budget:
@@ -475,6 +478,27 @@ class ContextBuilder:
         built = BuiltContext(messages=tuple(messages), report=report, tools=tools, cache=cache)
         self._notify(built)
         return built
+
+    def _validate(self, messages: list[Message]) -> None:
+        """``validate_request`` on the output, OpenAI's per-message rules only for messages not validated before.
+
+        The output holds ``Message`` objects only (filter outputs are checked),
+        which are frozen, so a message that passed OpenAI's per-message rules in
+        an earlier build passes them again; the pairing walk sees the whole
+        output every build. Errors (and their order) are validate_request's.
+        """
+        provider = self.target.provider
+        if provider != "openai":
+            validate_request(messages, provider)
+            return
+        check_tool_pairing(messages)
+        valid = self._valid.setdefault(provider, {})
+        for index, m in enumerate(messages):
+            if valid.get(id(m)) is not m:
+                check_openai_message(m, index)
+                valid[id(m)] = m
+        if len(valid) > 2 * len(messages) + 1024:  # remember only what the last output holds
+            self._valid[provider] = {id(m): m for m in messages}
 
     def _cache_plan(
         self, messages: list[Message], tokens: list[int], tool_tokens: int, has_tools: bool, thread: Any

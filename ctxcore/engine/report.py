@@ -116,9 +116,11 @@ class BuildReport:
         """Note that filter ``by`` turned ``before`` into ``after``; what it dropped is worked out when read.
 
         ``before`` must not change afterwards (a lazy sequence over a snapshot);
-        only the ids of ``after`` are kept, so a build pays O(kept), not O(history).
+        ``after`` is copied by pointer (one C-level copy) and its ids are
+        collected when the report is read, so a build pays no Python-level
+        step per kept message, and nothing proportional to the history.
         """
-        self._dropped.append(_FilteredOut(before, {m.id for m in after}, by))
+        self._dropped.append(_FilteredOut(before, tuple(after), by))
 
     def record_recovered(self, message: Message) -> None:
         """Forget an earlier drop of ``message``: a later step put it back."""
@@ -273,11 +275,19 @@ class BuildReport:
 
 @dataclass
 class _FilteredOut:
-    """A filter's drops, recorded as its input and the ids it kept; listed on first read."""
+    """A filter's drops, recorded as its input and its output; the kept ids and the drops are worked out on first read."""
 
     before: Sequence[Message]
-    kept_ids: set[str]
+    after: tuple[Message, ...]
     by: str
+    _kept: set[str] | None = None
+
+    @property
+    def kept_ids(self) -> set[str]:
+        """The ids of the filter's output (made once; ``record_recovered`` adds to it)."""
+        if self._kept is None:
+            self._kept = {m.id for m in self.after}
+        return self._kept
 
     def count(self) -> int:
         """How many messages were dropped, in O(kept) when the input knows its ids (a lazy sequence)."""

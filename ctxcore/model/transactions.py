@@ -93,7 +93,8 @@ def check_tool_pairing(messages: Sequence[Message]) -> None:
     """
     pending: dict[str, int] = {}
     for index, m in enumerate(messages):
-        if m.role == "tool":
+        role = m.role  # read once: this walk runs over every request's output
+        if role == "tool":
             if m.tool_call_id not in pending:
                 raise InvalidHistory(
                     f"tool result for call {m.tool_call_id!r} does not answer a call of the assistant message before it",
@@ -104,8 +105,9 @@ def check_tool_pairing(messages: Sequence[Message]) -> None:
         if pending:
             call_id, at = next(iter(pending.items()))
             raise InvalidHistory(f"tool call {call_id!r} is not answered before message {index}", index=at)
-        if m.role == "assistant" and m.tool_calls:
-            ids = m.tool_call_ids
+        calls = m.tool_calls
+        if calls and role == "assistant":
+            ids = [c.id for c in calls]
             if "" in ids:
                 raise InvalidHistory("a tool call has no id", index=index)
             if len(set(ids)) != len(ids):

@@ -17,7 +17,9 @@ Never silently.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Literal
 
@@ -25,7 +27,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore import BudgetExceeded, FilterContext, Message, Unit, group_units
-from ctxcore.kit import PrefixMemo, pinned_prefix_length, structure_of
+from ctxcore.kit import PrefixMemo, is_lazy, pinned_prefix_length, structure_of
 
 log = structlog.get_logger("ctxcore_filters.token_budget")
 
@@ -73,6 +75,7 @@ class TokenBudget:
         self.trim_from_start = trim_from_start
         self.on_overflow = on_overflow
         self._shape: PrefixMemo[tuple[int, bool, frozenset[int]]] = PrefixMemo()
+        self._window: PrefixMemo[_Window | None] = PrefixMemo()
 
     def apply(self, messages: Sequence[Message], ctx: FilterContext) -> list[Message]:
         """Return the always-kept part plus the units that fit; overflow if the always-kept part does not."""
@@ -138,32 +141,82 @@ class TokenBudget:
         """Keep the pinned prefix and the newest units that fit, walking back from the newest.
 
         Each unit's messages are read once (one slice) and kept for the result.
+        On a next turn (``structure`` proven or checked to extend the last
+        build's, same pinned cost, counter and transforms) only the units from
+        the last build's final non-tool run on are walked; the older kept units
+        are taken from the last window by their remembered costs (one bisect,
+        one slice) — the same units a full walk keeps, see :class:`_Window`.
         """
-        count = ctx.counter.count_message
-
+        counter = ctx.counter
+        count = counter.count_message
         pinned = list(messages[:start])
-        required = ctx.counter.priming + sum(map(count, pinned))
-        units = _units_newest_first(structure, start)
+        limit = budget - counter.priming - sum(map(count, pinned))
+        last = self._reusable(messages, structure, start, limit, counter)
+        floor = last.run if last is not None else start
+        units = _units_newest_first(structure, floor)
         current = next(units, None)
         read = messages[current.start:current.end] if current is not None else []
         current_cost = sum(map(count, read))
-        if required + current_cost > budget:
+        if current_cost > limit:
+            self._window.save([], None)
+            required = budget - limit
             detail = self._detail(False, required, current_cost, current is not None, budget)
             return self._overflow(pinned, start, [], set(), required + current_cost, budget, ctx, detail)
         if current is None:
+            self._window.save([], None)
             return pinned
-        remaining = budget - required - current_cost
-        kept = [read]
+        remaining = limit - current_cost
+        kept, starts, costs = [read], [current.start], [current_cost]
+        broke = False
         for unit in units:
             read = messages[unit.start:unit.end]
             unit_cost = sum(map(count, read))
             if unit_cost > remaining:
+                broke = True
                 break
             remaining -= unit_cost
             kept.append(read)
+            starts.append(unit.start)
+            costs.append(unit_cost)
+        old_starts: list[int] = []
+        sums = [0]
+        if last is not None and not broke:  # the older units: the last window's, by their costs
+            m = bisect_left(last.starts, last.run)
+            i = bisect_left(last.sums, last.sums[m] - remaining, 0, m + 1)
+            if i < m:
+                pinned.extend(last.window[last.starts[i] - last.ws:last.run - last.ws])
+            old_starts, sums = last.starts[i:m], last.sums[i:m + 1]
         for part in reversed(kept):
             pinned.extend(part)
+        for cost in reversed(costs):
+            sums.append(sums[-1] + cost)
+        old_starts.extend(reversed(starts))
+        if not is_lazy(messages):  # a caller's plain list may be mutated in place after the build: not kept
+            self._window.save([], None)
+            return pinned
+        self._window.save(structure, _Window(
+            start, limit, counter, _layers(messages), _last_run(structure, floor), old_starts[0], old_starts, sums,
+            pinned[start:],
+        ))
         return pinned
+
+    def _reusable(
+        self, messages: Sequence[Message], structure: Sequence[Message], start: int, limit: int, counter: object
+    ) -> _Window | None:
+        """The last build's window when this build's history only appended to it (else ``None``: a full walk)."""
+        if not is_lazy(messages):  # see the end of _tail_first: only a lazy input's window is kept
+            return None
+        last, _ = self._window.resume(structure)
+        if last is None or last.start != start or last.limit != limit:
+            return None
+        if last.counter is not counter or last.ws > last.run:
+            return None
+        layers = _layers(messages)
+        if len(layers) != len(last.layers) or any(
+            t is not u and t != u or a is not b for (t, a), (u, b) in zip(layers, last.layers, strict=True)
+        ):
+            return None
+        return last
 
     def _detail(self, protected: bool, required: int, current_cost: int, has_current: bool, budget: int) -> str:
         """What is over budget, for the overflow message.
@@ -228,6 +281,47 @@ def _units_newest_first(structure: Sequence[Message], start: int) -> Iterator[Un
         for u in reversed(group_units(structure[b:e])):
             yield Unit(b + u.start, b + u.end)
         e = b
+
+
+def _last_run(structure: Sequence[Message], floor: int) -> int:
+    """Where the last run of ``structure[floor:]`` starts: its last non-tool message (or ``floor``).
+
+    Appending messages changes only the units from there on; earlier units stay as they are.
+    """
+    b = len(structure) - 1
+    while b > floor and structure[b].role == "tool":
+        b -= 1
+    return b
+
+
+def _layers(messages: Sequence[Message]) -> list[tuple[object, object]]:
+    """The transforms (and their memos) the kept messages were read through, part by part."""
+    parts = getattr(messages, "parts", None) or [messages]
+    return [layer for part in parts for layer in getattr(part, "layers", ())]
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """What a tail-first walk kept, for the next turn's walk.
+
+    Units (absolute ``starts``, oldest first) and ``sums`` (``sums[k]`` = the
+    cost of the kept units before the k-th; one more entry than ``starts``).
+    When the history only grew, the units before ``run`` are unchanged and a
+    full walk would reach them with no more room than last time, so it keeps
+    a newest-first run of them: those whose summed cost fits what remains
+    (found by bisecting ``sums``), and stops where last time it stopped or
+    earlier. ``window`` is the kept messages ``structure[ws:]`` as read.
+    """
+
+    start: int
+    limit: int
+    counter: object
+    layers: list[tuple[object, object]]
+    run: int
+    ws: int
+    starts: list[int]
+    sums: list[int]
+    window: list[Message]
 
 
 def _start(unit: Unit) -> int:

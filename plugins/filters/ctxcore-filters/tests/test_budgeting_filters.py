@@ -207,3 +207,13 @@ class TestTokenBudgetFromEndBudgetContract(BudgetFilterContract):
 
     def make_filter(self) -> TokenBudget:
         return TokenBudget(trim_from_start=False)
+
+
+def test_token_budget_keeps_no_window_of_a_plain_list() -> None:
+    """A plain list given to token_budget may be edited in place afterwards: the next call starts over."""
+    tb = TokenBudget(max_tokens=60)
+    history = [human(f"message number {i} with a few words") for i in range(12)]
+    first = tb.apply(history, ctx(60))
+    history[-3] = human("an edited message that is a good deal longer than the others were")
+    history.append(human("and one more"))
+    assert tb.apply(history, ctx(60)) == TokenBudget(max_tokens=60).apply(history, ctx(60)) != first
