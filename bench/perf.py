@@ -408,7 +408,7 @@ def machine_info() -> dict[str, Any]:
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "versions": {d: ver(d) for d in ("ctxcore", "langchain-core", "nanobot-ai", "llama-index-core", "tiktoken")},
+        "versions": {d: ver(d) for d in ("ctxcore-llm", "langchain-core", "nanobot-ai", "llama-index-core", "tiktoken")},
         "commit": commit or "unknown",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
