@@ -26,23 +26,10 @@ from typing import Any
 from ctxcore.compat._resolve import create
 from ctxcore.compat.counters import SimpleTokenCounter
 from ctxcore.engine.budget import CachedCounter, FilterContext
-from ctxcore.errors import InvalidHistory
 from ctxcore.model.messages import Message
+from ctxcore.render import coerce
 
 __all__ = ["MaxMessagesFilter", "TokenBudgetFilter"]
-
-
-def _messages(messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
-    out = []
-    for i, m in enumerate(messages):
-        if isinstance(m, Message):
-            out.append(m)
-            continue
-        try:
-            out.append(Message.from_openai(m))
-        except (ValueError, TypeError, KeyError) as exc:
-            raise InvalidHistory(f"not a chat message: {exc}", index=i) from exc
-    return out
 
 
 class MaxMessagesFilter:
@@ -58,8 +45,8 @@ class MaxMessagesFilter:
               ctx: Any | None = None, **kwargs: Any) -> list[Message]:
         """The trimmed list (a new list; the input is not changed); ``max_messages=None`` keeps everything."""
         if self._native is None:
-            return _messages(messages)
-        return list(self._native.apply(_messages(messages), local_state if isinstance(local_state, FilterContext) else None))
+            return coerce(messages)
+        return list(self._native.apply(coerce(messages), local_state if isinstance(local_state, FilterContext) else None))
 
 
 class TokenBudgetFilter:
@@ -88,10 +75,10 @@ class TokenBudgetFilter:
             BudgetExceeded: the pinned prefix and the newest unit alone exceed ``max_tokens``.
         """
         if self._native is None:  # max_tokens=None: no budget, as in the reference
-            return _messages(messages)
+            return coerce(messages)
         if isinstance(local_state, FilterContext):  # inside a native ContextBuilder
             context = FilterContext(counter=self._counter, budget=self.max_tokens, runtime=local_state.runtime,
                                     report=local_state.report, step_id=local_state.step_id)
         else:
             context = FilterContext(counter=self._counter, budget=self.max_tokens, step_id="TokenBudgetFilter")
-        return list(self._native.apply(_messages(messages), context))
+        return list(self._native.apply(coerce(messages), context))

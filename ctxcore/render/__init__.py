@@ -13,6 +13,7 @@ May import: ``ctxcore.errors`` and the model layer (``ctxcore.model``).
 
 from __future__ import annotations
 
+from ctxcore.render._input import coerce
 from ctxcore.render.anthropic import ANTHROPIC_IMAGE_TYPES, anthropic_tools, to_anthropic
 from ctxcore.render.openai import to_openai
 from ctxcore.render.openai_responses import responses_tools, to_openai_responses
@@ -25,6 +26,7 @@ __all__ = [
     "TargetProvider",
     "TargetSpec",
     "anthropic_tools",
+    "coerce",
     "responses_tools",
     "to_anthropic",
     "to_openai",
