@@ -35,6 +35,7 @@ __all__ = [
     "echo_issues",
     "fail",
     "load_pipeline",
+    "open_checkpointer",
     "parse_runtime",
     "pipeline_text",
     "read_input",
@@ -156,6 +157,26 @@ def load_pipeline(ctx: click.Context, path: str, text: str | None = None) -> Any
         echo_issues(exc)
         noun = "problem" if len(exc.issues) == 1 else "problems"
         fail(f"{shown(path)}: {len(exc.issues)} {noun}")
+
+
+def open_checkpointer(ctx: click.Context, path: str, missing: str) -> tuple[Any, Any]:
+    """``path``'s pipeline and its created checkpointer, closed when the command ends.
+
+    A pipeline whose components cannot be created prints its issues and exits 1;
+    one without a ``checkpointer:`` exits 1 with ``missing`` after the file name.
+    """
+    p = load_pipeline(ctx, path)
+    try:
+        cp = p.checkpointer
+    except ConfigError as exc:
+        echo_issues(exc)
+        fail(f"{path}: components could not be created")
+    if cp is None:
+        fail(f"{path} {missing}")
+    close = getattr(cp, "close", None)
+    if callable(close):
+        ctx.call_on_close(close)
+    return p, cp
 
 
 def _reject_constant(name: str) -> Any:

@@ -12,8 +12,8 @@ from typing import Any, NoReturn
 
 import click
 
-from ctxcore.cli._common import echo_issues, fail, load_pipeline
-from ctxcore.errors import ConfigError, CtxError
+from ctxcore.cli._common import fail, open_checkpointer
+from ctxcore.errors import CtxError
 
 __all__ = ["checkpoint"]
 
@@ -22,17 +22,7 @@ _PIPELINE = click.option("--pipeline", "pipeline_file", required=True, type=clic
 
 
 def _checkpointer(ctx: click.Context, file: str) -> Any:
-    p = load_pipeline(ctx, file)
-    try:
-        cp = p.checkpointer
-    except ConfigError as exc:
-        echo_issues(exc)
-        fail(f"{file}: components could not be created")
-    if cp is None:
-        fail(f"{file} has no checkpointer; add one, e.g. `checkpointer: {{type: sqlite, path: .ctx/checkpoints.db}}`")
-    close = getattr(cp, "close", None)
-    if callable(close):
-        ctx.call_on_close(close)
+    p, cp = open_checkpointer(ctx, file, "has no checkpointer; add one, e.g. `checkpointer: {type: sqlite, path: .ctx/checkpoints.db}`")
     spec = p.spec.checkpointer
     ctx.meta["ctx_checkpointer"] = f"checkpointer '{spec.type if spec else '?'}' of {file}"
     return cp

@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from ctxcore.cli._common import echo_issues, fail, load_pipeline, parse_runtime
+from ctxcore.cli._common import fail, open_checkpointer, parse_runtime
 from ctxcore.cli.explain import print_explain
-from ctxcore.errors import ConfigError, CtxError
+from ctxcore.errors import CtxError
 from ctxcore.runtime.threads import THREAD_FORMAT
 from ctxcore.tools.explain import explain_payload
 from ctxcore.tools.terminal import cells, make_console, make_table, show
@@ -28,18 +28,8 @@ _PIPELINE = click.option("--pipeline", "pipeline_file", required=True, type=clic
 
 
 def _pipeline(ctx: click.Context, file: str) -> Any:
-    p = load_pipeline(ctx, file)
-    try:
-        cp = p.checkpointer
-    except ConfigError as exc:
-        echo_issues(exc)
-        fail(f"{file}: components could not be created")
-    if cp is None:
-        fail(f"{file} has no checkpointer, so its threads live only in the process that ran them; add one, "
-             "e.g. `checkpointer: {type: sqlite, path: .ctx/checkpoints.db}`")
-    close = getattr(cp, "close", None)
-    if callable(close):
-        ctx.call_on_close(close)
+    p, _ = open_checkpointer(ctx, file, "has no checkpointer, so its threads live only in the process that ran them; add one, "
+                             "e.g. `checkpointer: {type: sqlite, path: .ctx/checkpoints.db}`")
     return p
 
 
