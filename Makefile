@@ -5,11 +5,14 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # Plugin distributions: the shipped ones and the third-party examples (installed and tested like any user's).
-PLUGIN_PROJECTS := $(wildcard plugins/*/*/pyproject.toml examples/*/pyproject.toml)
+# Framework integrations (plugins/integrations/*) are not in .venv: each gets its own venv with its framework
+# (test-integrations), so the main venv stays lean and the frameworks cannot clash with each other.
+INTEGRATION_PROJECTS := $(wildcard plugins/integrations/*/pyproject.toml)
+PLUGIN_PROJECTS := $(filter-out $(INTEGRATION_PROJECTS),$(wildcard plugins/*/*/pyproject.toml examples/*/pyproject.toml))
 PACKAGES := -e . $(foreach p,$(PLUGIN_PROJECTS),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint lint-imports docs clean test-mem0 bench-counters postgres chromium screenshot bench wheelhouse
+.PHONY: install demo test lint lint-imports docs clean test-mem0 test-integrations bench-counters postgres chromium screenshot bench wheelhouse
 
 install: $(STAMP)
 
@@ -67,6 +70,7 @@ $(WHEELHOUSE_STAMP): $(STAMP) tools/wheelhouse.py pyproject.toml $(PLUGIN_PROJEC
 test: install lint docs postgres chromium wheelhouse
 	CTXCORE_WHEELHOUSE=$(abspath $(WHEELHOUSE)) $(PY) -m pytest $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-mem0
+	$(MAKE) --no-print-directory test-integrations
 
 # PostgreSQL binaries for the persistence tests, which start (and stop) a throwaway
 # cluster themselves; nothing to do when CTXCORE_TEST_PG_DSN names a server.
@@ -115,7 +119,7 @@ lint-imports:
 lint: install lint-imports
 	$(VENV)/bin/ruff check --select F,E9,B,I,UP --target-version py310 --output-format concise ctxcore plugins examples tests bench tools
 	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
-	$(foreach p,$(PLUGIN_PROJECTS),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
+	$(foreach p,$(PLUGIN_PROJECTS) $(INTEGRATION_PROJECTS),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
 
 # The mem0 adapter against the real mem0ai library, offline (embedded Qdrant, a local
 # OpenAI-protocol stub for embeddings and extraction). mem0ai and its ~200 MB of
@@ -125,6 +129,24 @@ test-mem0:
 	@test -x $(MEM0_VENV)/bin/python || $(PYTHON) -m venv $(MEM0_VENV)
 	$(MEM0_VENV)/bin/python -m pip install --quiet -e . -e 'plugins/memory/ctxcore-memory-mem0[mem0]' -r requirements-dev.txt
 	$(MEM0_VENV)/bin/python -m pytest plugins/memory/ctxcore-memory-mem0 $(PYTEST_ARGS)
+
+# Each framework integration against its real framework, in its own venv .venv-<dir> (e.g. .venv-ctxcore-langchain):
+# the core and the shipped plugins editable, the integration from its own freshly built wheel (what a user installs) with the framework
+# it requires, the dev toolchain; then its tests, which also run its blocks of docs/integrations.md.
+# One of them: make test-integrations ONLY=plugins/integrations/ctxcore-langchain
+INTEGRATION_DIRS := $(patsubst %/pyproject.toml,%,$(INTEGRATION_PROJECTS))
+test-integrations:
+	@set -e; for dir in $(or $(ONLY),$(INTEGRATION_DIRS)); do \
+	  name=$$(basename $$dir); venv=.venv-$$name; \
+	  echo "== $$name (own venv $$venv)"; \
+	  test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
+	  test -f $$venv/.base || { $$venv/bin/python -m pip install --quiet $(PACKAGES) -r requirements-dev.txt && touch $$venv/.base; }; \
+	  rm -rf $$venv/dist; \
+	  $$venv/bin/python -m pip wheel --quiet --no-deps -w $$venv/dist $$dir; \
+	  $$venv/bin/python -m pip install --quiet --force-reinstall --no-deps $$venv/dist/*.whl; \
+	  $$venv/bin/python -m pip install --quiet $$venv/dist/*.whl; \
+	  $$venv/bin/python -m pytest $$dir $(PYTEST_ARGS); \
+	done
 
 # Accuracy table of the approximate counter against the real tokenizers (docs/counters.md).
 bench-counters: install
@@ -145,4 +167,4 @@ bench: install $(BENCH_STAMP)
 	done
 
 clean:
-	rm -rf $(VENV) $(DEMO_VENV) $(MEM0_VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(DEMO_VENV) $(MEM0_VENV) $(foreach d,$(INTEGRATION_DIRS),.venv-$(notdir $(d))) .pytest_cache .hypothesis

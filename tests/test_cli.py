@@ -49,7 +49,7 @@ class TestPluginsList:
         plugins = {p["name"]: p for p in json.loads(result.stdout)}
         for name in ("ctxcore-counters", "ctxcore-filters", "ctxcore-providers"):
             assert plugins[name]["status"] == "loaded"
-            assert set(plugins[name]) == {"name", "version", "entry_point", "status", "hooks", "components", "error"}
+            assert set(plugins[name]) == {"name", "version", "entry_point", "status", "hooks", "components", "integrations", "error"}
         assert {"static_prompt", "history"} <= set(plugins["ctxcore-providers"]["components"]["provider"])
         assert {"max_messages", "token_budget"} <= set(plugins["ctxcore-filters"]["components"]["filter"])
         assert {"approximate", "tiktoken"} <= set(plugins["ctxcore-counters"]["components"]["counter"])

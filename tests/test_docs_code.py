@@ -16,7 +16,11 @@ Two kinds of block do not run here:
   tests/test_tutorial.py, the example plugins under examples/ by theirs);
 - a block right after ``<!-- not-run: reason -->`` on the line before its fence,
   for code that cannot run here (a hosted model, a server, a fragment such as a
-  signature listing). The reason is required; keep such markers rare.
+  signature listing). The reason is required; keep such markers rare;
+- a block right after ``<!-- run-in: SUITE -->``: it needs a framework that only
+  the venv of a framework integration has (docs/integrations.md), so the suite
+  of that integration runs it (``run_suite_blocks``), not this one. SUITE is the
+  integration's directory under plugins/integrations/ (``ctxcore-langchain``).
 
 docs/tutorial/ holds no pages (tests/test_tutorial.py runs the tutorial).
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
@@ -51,6 +56,7 @@ PYTHON = ("python", "py", "python3")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _MARKER = re.compile(r"^[ \t]*<!--\s*not-run\b(?P<rest>.*)$")
 _MARKER_REASON = re.compile(r"^:(?P<reason>.*?)-->[ \t]*$")
+_RUN_IN = re.compile(r"^[ \t]*<!--\s*run-in:\s*(?P<suite>[a-z0-9][a-z0-9-]*)\s*-->[ \t]*$")
 _SNIPPET = re.compile(r"""^[ \t]*-+8<-+[ \t]+(["']).+\1[ \t]*$""")
 _SNIPPET_LIKE = re.compile(r"^[ \t]*;?-+8<-+")
 
@@ -62,7 +68,12 @@ class Block:
     line: int
     code: str
     not_run: str | None = None  # the marker's reason
+    run_in: str | None = None  # the integration suite that runs it (a run-in marker), else None: this suite
     included: bool = False  # only snippet includes: the included file's tests cover it
+
+    def runs_in(self, suite: str | None) -> bool:
+        """Whether the suite ``suite`` (None: this one) executes the block."""
+        return not (self.not_run or self.included) and self.run_in == suite
 
 
 def _is_python(info: str) -> bool:
@@ -100,8 +111,18 @@ def extract(text: str) -> tuple[list[Block], list[str]]:
     blocks: list[Block] = []
     problems: list[str] = []
     reasons: dict[int, str] = {}  # fence line index -> not-run reason
+    suites: dict[int, str] = {}  # fence line index -> run-in suite
     i = 0
     while i < len(lines):
+        run_in = _RUN_IN.match(lines[i])
+        if run_in:
+            fence = _FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
+            if fence is None or not _is_python(fence["info"]):
+                problems.append(f"line {i + 1}: a run-in marker must be on the line right before a ```python fence")
+            else:
+                suites[i + 1] = run_in["suite"]
+            i += 1
+            continue
         marker = _MARKER.match(lines[i])
         if marker:
             found = _MARKER_REASON.match(marker["rest"].strip())
@@ -129,7 +150,7 @@ def extract(text: str) -> tuple[list[Block], list[str]]:
             if not included and any(_SNIPPET_LIKE.match(line) for line in filled):
                 problems.append(f"line {i + 1}: a block mixes --8<-- includes with code; "
                                 "put the code in the included file or in a block of its own")
-            blocks.append(Block(i + 1, code, reasons.get(i), included))
+            blocks.append(Block(i + 1, code, reasons.get(i), suites.get(i), included))
         i = end + 1
     return blocks, problems
 
@@ -149,7 +170,7 @@ def _run_block(block: Block, path: Path, namespace: dict[str, object], loop: asy
     return None
 
 
-def run_page(name: str, path: Path, blocks: list[Block]) -> None:
+def run_page(name: str, path: Path, blocks: list[Block], suite: str | None = None) -> None:
     """Run the runnable ``blocks`` of page ``name`` in order in one fresh module; fail naming page, line and error.
 
     Each block is compiled with its page's line numbers and ``path`` as file
@@ -160,7 +181,7 @@ def run_page(name: str, path: Path, blocks: list[Block]) -> None:
     loop = asyncio.new_event_loop()
     try:
         for block in blocks:
-            if block.not_run or block.included:
+            if not block.runs_in(suite):
                 continue
             failure = _run_block(block, path, module.__dict__, loop)
             if failure:
@@ -198,8 +219,8 @@ def _refuse_network(original: Callable[[socket.socket, Any], Any], bound: set[tu
     return connect
 
 
-@pytest.fixture
-def reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+@contextlib.contextmanager
+def reader_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A reader's set-up: a fresh directory with a copy of examples/, the installed plugins, no CTX settings.
 
     Network connections fail, except to a loopback server a block started. Logging is put back afterwards, since
@@ -217,11 +238,34 @@ def reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     reset_default_host()
     config, root = structlog.get_config(), logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    yield tmp_path
-    structlog.configure(**config)
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    reset_default_host()
+    try:
+        yield tmp_path
+    finally:
+        structlog.configure(**config)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        reset_default_host()
+
+
+@pytest.fixture
+def reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """:func:`reader_setup` as a fixture."""
+    with reader_setup(tmp_path, monkeypatch) as directory:
+        yield directory
+
+
+def run_suite_blocks(suite: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: str = "docs/integrations.md") -> int:
+    """Run the blocks of ``page`` marked ``<!-- run-in: SUITE -->`` as a reader would; the number run.
+
+    For the suites of plugins/integrations/*, which load this module by path
+    (``importlib.util.spec_from_file_location``) from their own venvs.
+    """
+    path = ROOT / page
+    blocks, problems = extract(path.read_text(encoding="utf-8"))
+    assert not problems, f"{page}: " + "; ".join(problems)
+    with reader_setup(tmp_path, monkeypatch):
+        run_page(page, path, blocks, suite)
+    return sum(b.runs_in(suite) for b in blocks)
 
 
 def _page_name(path: Path) -> str:
@@ -240,7 +284,7 @@ class TestPages:
     def test_blocks_are_found(self) -> None:
         """The extractor sees the pages' code (plugins.md alone has at least five runnable blocks), so this suite tests something."""
         found = {_page_name(p): extract(p.read_text(encoding="utf-8"))[0] for p in PAGES}
-        runnable = {name: [b for b in blocks if not (b.not_run or b.included)] for name, blocks in found.items()}
+        runnable = {name: [b for b in blocks if b.runs_in(None)] for name, blocks in found.items()}
         assert len(runnable["docs/plugins.md"]) >= 5
         assert sum(map(len, runnable.values())) >= 20
         assert sum(b.included for b in found["docs/plugins.md"]) >= 4  # the example plugin's files
@@ -291,6 +335,17 @@ class TestExtract:
         """Code next to an include would run without what the include holds, so it is refused."""
         _, problems = extract('```python\n--8<-- "a.py"\nx = 1\n```\n')
         assert len(problems) == 1 and "mixes --8<-- includes with code" in problems[0]
+
+    def test_a_run_in_marker_hands_the_block_to_that_suite(self) -> None:
+        """A block after <!-- run-in: SUITE --> runs in that integration's suite, not in this one."""
+        blocks, problems = extract("<!-- run-in: ctxcore-langchain -->\n```python\nimport langchain\n```\n")
+        assert problems == [] and blocks[0].run_in == "ctxcore-langchain"
+        assert blocks[0].runs_in("ctxcore-langchain") and not blocks[0].runs_in(None)
+
+    def test_a_run_in_marker_not_before_a_python_fence_is_a_problem(self) -> None:
+        """A run-in marker followed by prose is refused with its line."""
+        _, problems = extract("<!-- run-in: ctxcore-langchain -->\nSome text.\n")
+        assert problems == ["line 1: a run-in marker must be on the line right before a ```python fence"]
 
     def test_an_unclosed_fence_is_a_problem(self) -> None:
         """A fence that is never closed is reported rather than silently swallowing the rest of the page."""

@@ -181,6 +181,44 @@ class TestInProcess:
         assert fresh_host().registry.names("filter") == []
 
 
+class TestIntegrations:
+    def test_declared_integration_is_listed_and_never_imported(self) -> None:
+        """register_integrations records the adapter; its entry is a path the host does not import."""
+
+        class Adapter:
+            @hookimpl
+            def register_integrations(self, register):
+                register("someframework", framework="someframework>=2", entry="not_a_module_anywhere:Middleware",
+                         description="runs a pipeline before each model call")
+
+        host = fresh_host(("ctxcore-someframework", Adapter()))
+        host.registry  # noqa: B018 - the registration hooks run here
+        info = host.plugins[0]
+        assert info.status == "loaded" and info.hooks == ["register_integrations"]
+        assert info.to_dict()["integrations"] == [
+            {"name": "someframework", "framework": "someframework>=2", "entry": "not_a_module_anywhere:Middleware",
+             "description": "runs a pipeline before each model call"}
+        ]
+
+    def test_bad_integration_declaration_fails_only_that_plugin(self) -> None:
+        """An entry without 'module:attr' marks the plugin failed, naming the hook; others still load."""
+
+        class Bad:
+            @hookimpl
+            def register_integrations(self, register):
+                register("x", framework="x>=1", entry="no_colon_here")
+
+        class Good:
+            @hookimpl
+            def register_filters(self, register):
+                register("fine", lambda cfg: None)
+
+        host = fresh_host(("bad", Bad()), ("good", Good()), strict=False)
+        assert host.registry.names("filter") == ["fine"]
+        bad = next(p for p in host.plugins if p.name == "bad")
+        assert bad.status == "failed" and "module:attr" in bad.error["message"] and bad.integrations == []
+
+
 @pytest.mark.integration
 def test_installed_workspace_plugins_load() -> None:
     """The three workspace distributions load from their real entry points."""

@@ -40,7 +40,10 @@ def plugins_list(ctx: click.Context, as_json: bool, show_all: bool, strict: bool
         columns = ("name", "version", "status", "components", "error")[: 5 if errors else 4]
         table = make_table(console, "ctxcore plugins", columns, wrap=("components", "error"))
         for p in infos:
-            comps = ", ".join(f"{k}:{n}" for k in KINDS for n in sorted(p.components.get(k, [])))
+            comps = ", ".join(
+                [f"{k}:{n}" for k in KINDS for n in sorted(p.components.get(k, []))]
+                + [f"integration:{i.name}" for i in sorted(p.integrations, key=lambda i: i.name)]
+            )
             error = f"{p.error['type']}: {p.error['message']}" if p.error else ""
             table.add_row(*cells(p.name, p.version, p.status, comps, error)[: len(columns)])
         if infos:

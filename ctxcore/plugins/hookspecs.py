@@ -46,6 +46,16 @@ def register_memory_stores(register: Any) -> None:
 
 
 @hookspec
+def register_integrations(register: Any) -> None:
+    """Declare framework adapters: ``register("name", framework=..., entry="module:attr", description=...)``.
+
+    An integration is not a pipeline component: nothing is built from it by name. The
+    declaration only makes it visible (``ctx plugins list`` shows ``integration:NAME``);
+    ``entry`` is a dotted path, never imported by the listing.
+    """
+
+
+@hookspec
 def register_presets(register: Any) -> None:
     """Offer preset pipeline files: ``register("name", path, description=...)``."""
 

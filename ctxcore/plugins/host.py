@@ -38,6 +38,7 @@ from ctxcore.plugins.registry import (
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "IntegrationInfo",
     "PluginInfo",
     "PluginHost",
     "new_plugin_manager",
@@ -58,6 +59,25 @@ def new_plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
+@dataclass(frozen=True)
+class IntegrationInfo:
+    """A framework adapter a plugin declares (``register_integrations``).
+
+    ``framework`` names the framework and the versions it was tested with (a
+    requirement such as ``"langchain>=1.0"``); ``entry`` is the dotted path of the
+    adapter (``"ctxcore_langchain:ContextMiddleware"``), shown, never imported.
+    """
+
+    name: str
+    framework: str
+    entry: str
+    description: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        """The stable JSON shape inside ``ctx plugins list --json``."""
+        return {"name": self.name, "framework": self.framework, "entry": self.entry, "description": self.description}
+
+
 @dataclass
 class PluginInfo:
     """One plugin as ``ctx plugins list`` shows it.
@@ -73,6 +93,8 @@ class PluginInfo:
     status: str = "loaded"
     hooks: list[str] = field(default_factory=list)
     components: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    #: framework adapters the plugin declares (``register_integrations``), by name.
+    integrations: list[IntegrationInfo] = field(default_factory=list)
     error: dict[str, str] | None = None
     #: the formatted traceback of a failure (shown by ``ctx -v plugins list``; not in the JSON).
     traceback: str = field(default="", repr=False)
@@ -86,6 +108,7 @@ class PluginInfo:
             "status": self.status,
             "hooks": sorted(self.hooks),
             "components": {k: sorted(self.components.get(k, [])) for k in KINDS},
+            "integrations": [i.to_dict() for i in sorted(self.integrations, key=lambda i: i.name)],
             "error": self.error,
         }
 
@@ -212,8 +235,30 @@ class PluginHost:
                 if info.status == "failed":
                     continue
                 self._call_register_hook(registry, kind, impl, info)
+        for info in infos.values():
+            info.integrations = []
+        for impl in self.pm.hook.register_integrations.get_hookimpls():
+            info = infos.get(impl.plugin_name) or PluginInfo(impl.plugin_name, "", "")
+            if info.status != "failed":
+                self._call_integrations_hook(registry, impl, info)
         self._mark_conflicts(registry, infos)
         return registry
+
+    def _call_integrations_hook(self, registry: Registry, impl: Any, info: PluginInfo) -> None:
+        def register(name: str, *, framework: str, entry: str, description: str = "") -> None:
+            if not name or not framework or ":" not in entry:
+                raise ValueError(
+                    f"register_integrations needs a name, framework='pkg>=x' and entry='module:attr' (got {name!r}, {framework!r}, {entry!r})"
+                )
+            info.integrations.append(IntegrationInfo(name, framework, entry, description))
+
+        try:
+            impl.function(**{arg: register for arg in impl.argnames})
+        except Exception as exc:
+            registry.remove_plugin(info.name)
+            info.components = {k: [] for k in KINDS}
+            info.integrations = []
+            self._fail(info, exc, "failed in register_integrations")
 
     def _call_register_hook(self, registry: Registry, kind: str, impl: Any, info: PluginInfo) -> None:
         def register(name: str, factory: Callable[..., Any], *, config: Any = None, description: str | None = None) -> None:
