@@ -12,7 +12,7 @@ PLUGIN_PROJECTS := $(filter-out $(INTEGRATION_PROJECTS),$(wildcard plugins/*/*/p
 PACKAGES := -e . $(foreach p,$(PLUGIN_PROJECTS),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint lint-imports docs clean test-mem0 test-integrations bench-counters postgres chromium screenshot bench wheelhouse
+.PHONY: install demo test lint lint-imports docs clean test-mem0 test-integrations integration-venvs bench-integrations bench-counters postgres chromium screenshot bench wheelhouse
 
 install: $(STAMP)
 
@@ -131,21 +131,35 @@ test-mem0:
 	$(MEM0_VENV)/bin/python -m pytest plugins/memory/ctxcore-memory-mem0 $(PYTEST_ARGS)
 
 # Each framework integration against its real framework, in its own venv .venv-<dir> (e.g. .venv-ctxcore-langchain):
-# the core and the shipped plugins editable, the integration from its own freshly built wheel (what a user installs) with the framework
-# it requires, the dev toolchain; then its tests, which also run its blocks of docs/integrations.md.
-# One of them: make test-integrations ONLY=plugins/integrations/ctxcore-langchain
+# the core and the shipped plugins editable, the integration from its own freshly built wheel (what a user
+# installs) with the framework it requires, the dev toolchain; then its tests, which also run its blocks of
+# docs/integrations.md. One of them: make test-integrations ONLY=plugins/integrations/ctxcore-langchain
 INTEGRATION_DIRS := $(patsubst %/pyproject.toml,%,$(INTEGRATION_PROJECTS))
-test-integrations:
-	@set -e; for dir in $(or $(ONLY),$(INTEGRATION_DIRS)); do \
+SELECTED_INTEGRATIONS = $(or $(ONLY),$(INTEGRATION_DIRS))
+integration-venvs:
+	@set -e; for dir in $(SELECTED_INTEGRATIONS); do \
 	  name=$$(basename $$dir); venv=.venv-$$name; \
-	  echo "== $$name (own venv $$venv)"; \
+	  echo "== $$name: own venv $$venv"; \
 	  test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
 	  test -f $$venv/.base || { $$venv/bin/python -m pip install --quiet $(PACKAGES) -r requirements-dev.txt && touch $$venv/.base; }; \
 	  rm -rf $$venv/dist; \
 	  $$venv/bin/python -m pip wheel --quiet --no-deps -w $$venv/dist $$dir; \
 	  $$venv/bin/python -m pip install --quiet --force-reinstall --no-deps $$venv/dist/*.whl; \
 	  $$venv/bin/python -m pip install --quiet $$venv/dist/*.whl; \
-	  $$venv/bin/python -m pytest $$dir $(PYTEST_ARGS); \
+	done
+
+test-integrations: integration-venvs
+	@set -e; for dir in $(SELECTED_INTEGRATIONS); do \
+	  echo "== $$(basename $$dir): tests"; \
+	  .venv-$$(basename $$dir)/bin/python -m pytest $$dir $(PYTEST_ARGS); \
+	done
+
+# The conversion cost of each integration (bench/integration_<name>.py for ctxcore-<name>), in its venv.
+bench-integrations: integration-venvs
+	@set -e; for dir in $(SELECTED_INTEGRATIONS); do \
+	  name=$$(basename $$dir); script=bench/integration_$${name#ctxcore-}.py; script=$$(echo $$script | tr - _); \
+	  if [ -f $$script ]; then echo "== $$script"; CTXCORE_BENCH_VIA_MAKE=1 .venv-$$name/bin/python $$script; \
+	  else echo "== $$script: not present, skipped"; fi; \
 	done
 
 # Accuracy table of the approximate counter against the real tokenizers (docs/counters.md).
@@ -165,6 +179,7 @@ bench: install $(BENCH_STAMP)
 	  if [ -f $$script ]; then echo "== $$script"; CTXCORE_BENCH_VIA_MAKE=1 $(PY) $$script || exit 1; \
 	  else echo "== $$script: not present, skipped"; fi; \
 	done
+	$(MAKE) --no-print-directory bench-integrations
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) $(MEM0_VENV) $(foreach d,$(INTEGRATION_DIRS),.venv-$(notdir $(d))) .pytest_cache .hypothesis
