@@ -1,0 +1,141 @@
+"""The per-message conversion cache: each LangChain message is converted to ctxcore once.
+
+An agent's history only grows between model calls, so a turn should cost the new
+messages, not the history. :class:`ConversionCache` proves growth the way
+ctxcore's ``history`` provider does:
+
+- the same prefix: the incoming list's first ``n`` items are the ``n`` seen last
+  time, checked with one C-level list comparison (identical objects compare by
+  pointer; within one agent run LangGraph hands the same message objects on);
+- a guard on the last :data:`GUARD` items seen: each still has the content and
+  tool-call objects (and lengths) it had when converted, which catches an
+  in-place edit there (``msg.content = ...``, ``msg.content.append(...)``);
+- then only the new tail is converted, and the ctxcore list returned is the same
+  list object, grown, so the ``history`` provider's own fast path applies.
+
+Anything else (an edited, removed or reordered message, new objects after a
+checkpoint load) falls back to a per-message lookup: by the LangChain message
+``id`` (or the object, when it has none), hit when the entry's message is the
+same object with an unchanged guard or compares equal. Entries of messages no
+longer in the history are dropped then, so memory is bounded by the history.
+
+Not noticed: an in-place edit of a message older than the last eight that keeps
+its content object (``msg.content[0]["text"] = ...`` deep in the history).
+Replace the message (a new object) for such an edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from ctxcore import Message
+from ctxcore_langchain.converters import message_from_langchain, message_to_langchain
+
+__all__ = ["GUARD", "ConversionCache"]
+
+#: How many of the newest messages are checked for in-place edits on every turn.
+GUARD = 8
+
+
+def _signature(message: BaseMessage) -> tuple[Any, ...]:
+    """What an in-place edit changes: the content and tool-call objects (by identity) and their lengths."""
+    content = message.content
+    calls = getattr(message, "tool_calls", None)
+    return (content, len(content), calls, len(calls) if calls is not None else 0)
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return a[0] is b[0] and a[1] == b[1] and a[2] is b[2] and a[3] == b[3]
+
+
+class ConversionCache:
+    """Converts a LangChain history to ctxcore messages, reusing earlier conversions.
+
+    Args:
+        provenance: given to every message converted (``source``, ``priority``...).
+    """
+
+    def __init__(self, **provenance: Any) -> None:
+        self.provenance = provenance
+        self._seen: list[BaseMessage] = []  # the LangChain messages of the last call, by reference
+        self._converted: list[Message] = []  # their conversions, in order (handed to the build)
+        self._signatures: list[tuple[Any, ...]] = []
+        # key (LangChain id, or id() of a message without one) -> (message, signature, conversion)
+        self._entries: dict[Any, tuple[BaseMessage, tuple[Any, ...], Message]] = {}
+        # ctxcore message id -> (conversion, LangChain message): the way back for unchanged messages
+        self._back: dict[str, tuple[Message, BaseMessage]] = {}
+        self.conversions = 0  # messages converted so far (a test and bench counter)
+
+    def convert(self, messages: Sequence[BaseMessage]) -> list[Message]:
+        """The ctxcore messages of ``messages``; treat the list returned as read-only.
+
+        Raises:
+            ValueError: a message ctxcore cannot represent (names its index).
+        """
+        n = len(self._seen)
+        if n and len(messages) >= n and self._grew(messages, n):
+            for index in range(n, len(messages)):
+                self._append(index, messages[index], None)
+        else:
+            self._rebuild(messages)
+        return self._converted
+
+    def to_langchain(self, messages: Sequence[Message]) -> list[BaseMessage]:
+        """The LangChain messages of a built window: the original object for every message the build left unchanged."""
+        back = self._back
+        out: list[BaseMessage] = []
+        for m in messages:
+            hit = back.get(m.id)
+            if hit is not None:
+                original, lc = hit
+                if m is original or (m.content is original.content and m.tool_calls is original.tool_calls
+                                     and m.role == original.role and m.name == original.name
+                                     and m.tool_call_id == original.tool_call_id):
+                    out.append(lc)
+                    continue
+            out.append(message_to_langchain(m))
+        return out
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # ---------------------------------------------------------------- internals
+    def _grew(self, messages: Sequence[BaseMessage], n: int) -> bool:
+        prefix = messages[:n]
+        if (prefix if isinstance(prefix, list) else list(prefix)) != self._seen:
+            return False
+        seen, signatures = self._seen, self._signatures
+        for index in range(max(0, n - GUARD), n):
+            if messages[index] is not seen[index] or not _same(_signature(messages[index]), signatures[index]):
+                return False
+        return True
+
+    def _append(self, index: int, message: BaseMessage, old: dict[Any, Any] | None) -> None:
+        key = message.id if message.id is not None else id(message)
+        signature = _signature(message)
+        entry = (old if old is not None else self._entries).get(key)
+        if entry is not None and (entry[0] is message and _same(entry[1], signature)
+                                  or entry[0] is not message and entry[0] == message):
+            converted = entry[2]
+        else:
+            try:
+                converted = message_from_langchain(message, **self.provenance)
+            except ValueError as exc:
+                raise ValueError(f"message {index}: {exc}") from None
+            self.conversions += 1
+        self._entries[key] = (message, signature, converted)
+        self._back[converted.id] = (converted, message)
+        self._seen.append(message)
+        self._signatures.append(signature)
+        self._converted.append(converted)
+
+    def _rebuild(self, messages: Sequence[BaseMessage]) -> None:
+        """Start over from ``messages``, reusing entries that still match; drop the rest."""
+        old = self._entries
+        self._entries, self._back = {}, {}
+        self._seen, self._signatures, self._converted = [], [], []
+        for index, message in enumerate(messages):
+            self._append(index, message, old)

@@ -1,0 +1,258 @@
+"""Lossless conversion between LangChain messages and ctxcore :class:`~ctxcore.Message`.
+
+``from_langchain`` maps what a model reads into ctxcore's slots (role, text and
+image content, name, tool calls, tool_call_id), so ctxcore counts, trims and
+validates it. Everything else is carried in ``metadata["langchain"]`` so
+``to_langchain`` gives an equal LangChain message back:
+
+- ``type``: the LangChain message type (``human``, ``ai``, ``system``, ``tool``,
+  ``AIMessageChunk``...);
+- ``fields``: every field ctxcore has no slot for, when it differs from its
+  default (``id``, ``additional_kwargs``, ``response_metadata``,
+  ``usage_metadata``, ``invalid_tool_calls``, ``status``, ``artifact``, and a
+  ``ToolMessage``'s ``name``, which chat APIs do not send), by reference, not copied;
+- ``content`` / ``tool_calls``: the original value, when ctxcore's form of it
+  does not render back exactly (reasoning or thinking blocks, provider-specific
+  block keys, v1 ``image`` blocks, string items in a list, tool-call args that
+  are not plain JSON), with ``fingerprint``, the ctxcore fingerprint of the
+  message at conversion. A filter that changed the message (a compressed tool
+  output) changes its fingerprint: then the content and calls are rendered from
+  ctxcore's fields and the originals are not used.
+
+Content blocks ctxcore understands: ``text``, ``image_url`` (OpenAI form),
+``image`` with ``url`` or ``base64`` + ``mime_type`` (LangChain v1 form) and
+``file`` (OpenAI form). Other blocks (``reasoning``, ``thinking``, ``tool_use``,
+audio...) are carried, not counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall
+
+__all__ = ["LANGCHAIN_KEY", "from_langchain", "message_from_langchain", "message_to_langchain", "to_langchain"]
+
+#: metadata key holding what a LangChain message has beyond ctxcore's slots.
+LANGCHAIN_KEY = "langchain"
+
+_ROLES: dict[str, str] = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
+                          "AIMessageChunk": "assistant"}
+_CLASSES: dict[str, type[BaseMessage]] = {"human": HumanMessage, "ai": AIMessage, "system": SystemMessage,
+                                          "tool": ToolMessage, "AIMessageChunk": AIMessageChunk}
+_BY_ROLE: dict[str, str] = {"user": "human", "assistant": "ai", "system": "system", "tool": "tool"}
+# Fields mapped to ctxcore slots (or fixed by the class); every other field goes to ``fields``.
+_SLOTS = frozenset({"content", "type", "name", "tool_calls", "tool_call_id"})
+_defaults: dict[tuple[type[BaseMessage], str], Any] = {}
+
+
+def from_langchain(messages: Iterable[BaseMessage], **provenance: Any) -> list[Message]:
+    """The ctxcore messages of LangChain messages, one for one.
+
+    ``provenance`` (``source``, ``priority``...) is given to every message.
+    ``ToolMessage`` becomes an untrusted ``tool`` message (ctxcore's default);
+    ``SystemMessage`` a trusted system message: pass only system messages your
+    own code wrote.
+
+    Raises:
+        ValueError: a message ctxcore cannot represent (a ``ChatMessage`` with a
+            custom role, a ``FunctionMessage``, ``RemoveMessage``); names its index.
+    """
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        try:
+            out.append(message_from_langchain(message, **provenance))
+        except ValueError as exc:
+            raise ValueError(f"message {index}: {exc}") from None
+    return out
+
+
+def to_langchain(messages: Iterable[Message]) -> list[BaseMessage]:
+    """The LangChain messages of ctxcore messages (the inverse of :func:`from_langchain`)."""
+    return [message_to_langchain(m) for m in messages]
+
+
+def message_from_langchain(message: BaseMessage, **provenance: Any) -> Message:
+    """One LangChain message as a ctxcore message; see :func:`from_langchain`."""
+    kind = getattr(message, "type", None)
+    role = _ROLES.get(kind) if isinstance(kind, str) else None
+    if role is None or not isinstance(message, BaseMessage):
+        raise ValueError(
+            f"cannot convert {type(message).__name__} (type {kind!r}): ctxcore-langchain converts "
+            "SystemMessage, HumanMessage, AIMessage and ToolMessage"
+        )
+    carried: dict[str, Any] = {"type": kind}
+    extra = _unslotted(message)
+    name = message.name
+    if role == "tool" and name is not None:  # the tool's name: OpenAI's tool messages have no name, so not sent
+        extra["name"], name = name, None
+    if extra:
+        carried["fields"] = extra
+    raw_content = message.content
+    content = _content_from_langchain(raw_content)
+    keep_content = _content_to_langchain(content) != raw_content
+    calls: tuple[ToolCall, ...] = ()
+    keep_calls = False
+    if role == "assistant":
+        raw_calls = message.tool_calls  # type: ignore[attr-defined]
+        calls = tuple(_call_from_langchain(c) for c in raw_calls)
+        keep_calls = _calls_to_langchain(calls)[0] != raw_calls
+    fields: dict[str, Any] = {"role": role, "content": content, "name": name, "tool_calls": calls}
+    if role == "tool":
+        fields["tool_call_id"] = message.tool_call_id  # type: ignore[attr-defined]
+    metadata = dict(provenance.pop("metadata", None) or {})
+    metadata[LANGCHAIN_KEY] = carried
+    made = Message(**fields, metadata=metadata, **provenance)
+    if keep_content or keep_calls:
+        if keep_content:
+            carried["content"] = raw_content
+        if keep_calls:
+            carried["tool_calls"] = raw_calls
+        carried["fingerprint"] = made.fingerprint
+    return made
+
+
+def message_to_langchain(message: Message) -> BaseMessage:
+    """One ctxcore message as a LangChain message; see :func:`to_langchain`.
+
+    A message that came from :func:`from_langchain` gets its class and carried
+    fields back; one ctxcore made (a system prompt, a summary) becomes the
+    class of its role.
+    """
+    carried = message.metadata.get(LANGCHAIN_KEY)
+    carried = carried if isinstance(carried, Mapping) else {}
+    kind = carried.get("type")
+    if kind not in _CLASSES or _ROLES[kind] != message.role:
+        kind = _BY_ROLE[message.role]
+    same = "fingerprint" in carried and carried["fingerprint"] == message.fingerprint
+    kwargs: dict[str, Any] = dict(carried.get("fields") or {})
+    kwargs["content"] = carried["content"] if same and "content" in carried else _content_to_langchain(message.content)
+    if message.name is not None:
+        kwargs["name"] = message.name
+    if message.role == "assistant":
+        if same and "tool_calls" in carried:
+            kwargs["tool_calls"] = carried["tool_calls"]
+        else:
+            calls, invalid = _calls_to_langchain(message.tool_calls)
+            kwargs["tool_calls"] = calls
+            if invalid:
+                kwargs["invalid_tool_calls"] = [*kwargs.get("invalid_tool_calls", ()), *invalid]
+    if message.role == "tool":
+        kwargs["tool_call_id"] = message.tool_call_id
+    return _CLASSES[kind](**kwargs)
+
+
+# ---------------------------------------------------------------- internals
+def _unslotted(message: BaseMessage) -> dict[str, Any]:
+    """The fields of ``message`` outside ctxcore's slots whose value is not the default."""
+    cls = type(message)
+    out: dict[str, Any] = {}
+    for key, value in message.__dict__.items():
+        if key in _SLOTS:
+            continue
+        marker = (cls, key)
+        if marker not in _defaults:
+            info = cls.model_fields.get(key)
+            _defaults[marker] = info.get_default(call_default_factory=True) if info is not None else _MISSING
+        if value != _defaults[marker] or type(value) is not type(_defaults[marker]):
+            out[key] = value
+    return out
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def _content_from_langchain(content: Any) -> str | tuple[Any, ...] | None:
+    if isinstance(content, str):
+        return content
+    blocks: list[Any] = []
+    for item in content:
+        block = _block(item)
+        if block is not None:
+            blocks.append(block)
+    return tuple(blocks)
+
+
+def _block(item: Any) -> TextBlock | ImageBlock | FileBlock | None:
+    """The ctxcore block of one LangChain content item, or None for a kind ctxcore does not read."""
+    if isinstance(item, str):
+        return TextBlock(text=item)
+    if not isinstance(item, Mapping):
+        return None
+    kind = item.get("type")
+    if kind == "text" and isinstance(item.get("text"), str):
+        return TextBlock(text=item["text"])
+    if kind == "image_url":
+        image = item.get("image_url")
+        image = {"url": image} if isinstance(image, str) else image
+        if isinstance(image, Mapping) and isinstance(image.get("url"), str):
+            detail = image.get("detail")
+            return ImageBlock(url=image["url"], detail=detail if detail in ("auto", "low", "high") else None)
+    if kind == "image":
+        if isinstance(item.get("url"), str):
+            return ImageBlock(url=item["url"])
+        data, mime = item.get("base64", item.get("data")), item.get("mime_type")
+        if isinstance(data, str) and isinstance(mime, str):
+            return ImageBlock(url=f"data:{mime};base64,{data}")
+    if kind == "file" and isinstance(item.get("file"), Mapping):
+        f = item["file"]
+        parts = {k: f.get(k) for k in ("file_id", "file_data", "filename")}
+        if all(v is None or isinstance(v, str) for v in parts.values()):
+            return FileBlock(**parts)
+    return None
+
+
+def _content_to_langchain(content: str | tuple[Any, ...] | None) -> str | list[Any]:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts: list[Any] = []
+    for b in content:
+        if isinstance(b, TextBlock):
+            parts.append({"type": "text", "text": b.text})
+        elif isinstance(b, ImageBlock):
+            image: dict[str, Any] = {"url": b.url}
+            if b.detail is not None:
+                image["detail"] = b.detail
+            parts.append({"type": "image_url", "image_url": image})
+        else:
+            f = {k: v for k, v in (("file_id", b.file_id), ("file_data", b.file_data), ("filename", b.filename)) if v is not None}
+            parts.append({"type": "file", "file": f})
+    return parts
+
+
+def _call_from_langchain(call: Mapping[str, Any]) -> ToolCall:
+    args = call.get("args")
+    try:
+        arguments = json.dumps(args if args is not None else {}, ensure_ascii=False)
+    except (TypeError, ValueError):
+        arguments = json.dumps(args, ensure_ascii=False, default=str)
+    return ToolCall(id=call.get("id") or "", name=call.get("name") or "", arguments=arguments)
+
+
+def _calls_to_langchain(calls: Sequence[ToolCall]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """LangChain ``tool_calls`` and, for arguments that are not a JSON object, ``invalid_tool_calls``."""
+    valid: list[dict[str, Any]] = []
+    invalid: list[dict[str, Any]] = []
+    for c in calls:
+        try:
+            args = c.parsed_arguments()
+        except ValueError as exc:
+            args, error = None, f"arguments are not JSON: {exc}"
+        else:
+            error = None if isinstance(args, dict) else "arguments are not a JSON object"
+        if error is None:
+            valid.append({"name": c.name, "args": args, "id": c.id, "type": "tool_call"})
+        else:
+            invalid.append({"name": c.name, "args": c.arguments, "id": c.id, "error": error, "type": "invalid_tool_call"})
+    return valid, invalid
