@@ -143,6 +143,10 @@ def message_to_langchain(message: Message) -> BaseMessage:
                 kwargs["invalid_tool_calls"] = [*kwargs.get("invalid_tool_calls", ()), *invalid]
     if message.role == "tool":
         kwargs["tool_call_id"] = message.tool_call_id
+    if kind == "AIMessageChunk" and "type" in carried:
+        # A chunk's validators derive tool_calls and tool_call_chunks from each other; the carried
+        # values are already consistent, so they are set as they are.
+        return AIMessageChunk.model_construct(**kwargs)
     return _CLASSES[kind](**kwargs)
 
 
