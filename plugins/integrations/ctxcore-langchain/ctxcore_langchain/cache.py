@@ -121,8 +121,11 @@ class ConversionCache:
                                   or entry[0] is not message and entry[0] == message):
             converted = entry[2]
         else:
+            # The LangChain id names the ctxcore message too (stable across processes, and no uuid4 to
+            # draw); a duplicate within this history gets a fresh id.
+            named = {"id": f"lc-{message.id}"} if message.id is not None and key not in self._entries else {}
             try:
-                converted = message_from_langchain(message, **self.provenance)
+                converted = message_from_langchain(message, **named, **self.provenance)
             except ValueError as exc:
                 raise ValueError(f"message {index}: {exc}") from None
             self.conversions += 1

@@ -1,0 +1,96 @@
+"""Per-turn cost of ctxcore-langchain's conversion versus the ctxcore build, on a 2,000-message tool-using history.
+
+Usage (in the integration's venv, as ``make bench`` runs it):
+``.venv-ctxcore-langchain/bin/python bench/integration_langchain.py [--messages 2000] [--rounds 30] [--no-write]``.
+
+The history is bench/workload.py's coding-agent transcript (tool calls and
+results) as LangChain messages. Each round appends one HumanMessage and does
+what ContextMiddleware does around a model call: convert the history (the
+per-message cache warm: only the new message is converted), build, convert the
+window back. "conversion" is the two conversions, "build" the
+``pipeline.build``; "cold conversion" converts the whole history with a fresh
+cache (the first call of a process). Medians of the rounds; the goal
+(issue 18) is conversion <= build. Writes the ``integration-langchain``
+section of docs/performance.md unless ``--no-write``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from langchain_core.messages import HumanMessage, SystemMessage, convert_to_messages  # noqa: E402
+
+import perf  # noqa: E402
+from ctxcore_langchain.adapter import _Builder  # noqa: E402
+from ctxcore_langchain.cache import ConversionCache  # noqa: E402
+from report_table import markdown_table, write_section  # noqa: E402
+from workload import coding_agent_transcript  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def measure(messages: int, budget: int, rounds: int) -> dict[str, float]:
+    """Median seconds per turn of the warm conversion, the build and a cold conversion."""
+    pipeline = perf.make_pipeline(budget)
+    history = convert_to_messages(coding_agent_transcript(messages, seed=0))
+    extra = [HumanMessage(d["content"], id=f"g{i}") for i, d in enumerate(perf.growth(rounds, 0))]
+    system = SystemMessage("You are a careful coding agent.")
+    adapter = _Builder(pipeline, state_key="messages", runtime=None, max_threads=1)
+    cache = adapter.cache(None)
+    adapter.window(cache, pipeline.build(adapter.state(cache, history, system, ())))  # the previous turn
+    warm, build, cold = [], [], []
+    for message in extra:
+        history = [*history, message]  # LangGraph's reducer hands a new list with the same message objects
+        gc.collect()
+        started = time.perf_counter()
+        state = adapter.state(cache, history, system, ())
+        converted = time.perf_counter()
+        built = pipeline.build(state)
+        done = time.perf_counter()
+        window = adapter.window(cache, built)
+        back = time.perf_counter()
+        warm.append((converted - started) + (back - done))
+        build.append(done - converted)
+        fresh = ConversionCache()
+        started = time.perf_counter()
+        fresh.convert(history)
+        fresh.to_langchain(built.messages)
+        cold.append(time.perf_counter() - started)
+        if len(window) != len(built.messages):
+            raise perf.HarnessError("the window back has another length than the build")
+    return {"warm": statistics.median(warm), "build": statistics.median(build), "cold": statistics.median(cold),
+            "window": len(built.messages)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/performance.md alone")
+    args = parser.parse_args()
+    rows = []
+    for budget in (8_000, 128_000):
+        r = measure(args.messages, budget, args.rounds)
+        rows.append([f"{budget:,}", r["window"], f"{r['warm'] * 1e3:.2f}", f"{r['build'] * 1e3:.2f}",
+                     f"{r['warm'] / r['build']:.2f}", f"{r['cold'] * 1e3:.1f}",
+                     "yes" if r["warm"] <= r["build"] else "no"])
+    table = markdown_table(["budget (tokens)", "window (messages)", "conversion ms/turn", "build ms/turn",
+                            "conversion / build", "cold conversion ms", "conversion <= build"], rows)
+    body = (f"{args.messages:,}-message tool-using history (bench/workload.py) as LangChain messages, one "
+            f"HumanMessage appended per turn, medians of {args.rounds} turns; conversion = history to ctxcore "
+            "with the cache warm plus the window back, as `ContextMiddleware` does it.\n"
+            "`.venv-ctxcore-langchain/bin/python bench/integration_langchain.py`\n\n" + table)
+    print(body)
+    if not args.no_write:
+        write_section(ROOT / "docs" / "performance.md", "integration-langchain", body)
+
+
+if __name__ == "__main__":
+    main()
