@@ -132,7 +132,8 @@ test-mem0:
 
 # Each framework integration against its real framework, in its own venv .venv-<dir> (e.g. .venv-ctxcore-langchain):
 # the core and the shipped plugins editable, the integration from its own freshly built wheel (what a user
-# installs) with the framework it requires, the dev toolchain; then its tests, which also run its blocks of
+# installs) with the framework it requires and its `test` extra where it has one (the suite's own test
+# dependencies, e.g. langchain-openai; pip only warns for a wheel without it), the dev toolchain; then its tests, which also run its blocks of
 # docs/integrations.md. One of them: make test-integrations ONLY=plugins/integrations/ctxcore-langchain
 INTEGRATION_DIRS := $(patsubst %/pyproject.toml,%,$(INTEGRATION_PROJECTS))
 SELECTED_INTEGRATIONS = $(or $(ONLY),$(INTEGRATION_DIRS))
@@ -145,7 +146,7 @@ integration-venvs:
 	  rm -rf $$venv/dist; \
 	  $$venv/bin/python -m pip wheel --quiet --no-deps -w $$venv/dist $$dir; \
 	  $$venv/bin/python -m pip install --quiet --force-reinstall --no-deps $$venv/dist/*.whl; \
-	  $$venv/bin/python -m pip install --quiet $$venv/dist/*.whl; \
+	  $$venv/bin/python -m pip install --quiet "$$(ls $$venv/dist/*.whl)[test]"; \
 	done
 
 test-integrations: integration-venvs
