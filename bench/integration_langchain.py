@@ -25,11 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from langchain_core.messages import HumanMessage, SystemMessage, convert_to_messages  # noqa: E402
-
 import perf  # noqa: E402
 from ctxcore_langchain.adapter import _Builder  # noqa: E402
 from ctxcore_langchain.cache import ConversionCache  # noqa: E402
+from langchain_core.messages import HumanMessage, SystemMessage, convert_to_messages  # noqa: E402
 from report_table import markdown_table, write_section  # noqa: E402
 from workload import coding_agent_transcript  # noqa: E402
 

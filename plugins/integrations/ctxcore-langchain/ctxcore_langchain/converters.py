@@ -249,6 +249,7 @@ def _calls_to_langchain(calls: Sequence[ToolCall]) -> tuple[list[dict[str, Any]]
     valid: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
     for c in calls:
+        error: str | None
         try:
             args = c.parsed_arguments()
         except ValueError as exc:

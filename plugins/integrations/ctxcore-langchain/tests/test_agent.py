@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from ctxcore_counters.encodings import load_encoding
+from ctxcore_langchain import REPORT_EVENT, ContextBudgetExceeded, ContextHook, ContextMiddleware
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -17,8 +19,6 @@ from langchain_openai import ChatOpenAI
 from ctxcore import Pipeline
 from ctxcore.render import validate_request
 from ctxcore.testing.harness.openai_server import ChatServer
-from ctxcore_counters.encodings import load_encoding
-from ctxcore_langchain import REPORT_EVENT, ContextBudgetExceeded, ContextHook, ContextMiddleware
 
 WINDOW, RESERVE = 1200, 200
 PIPELINE = f"""

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from ctxcore_langchain import ConversionCache, from_langchain, to_langchain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AIMessageChunk, ChatMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxcore import ImageBlock, TextBlock
-from ctxcore_langchain import ConversionCache, from_langchain, to_langchain
 
 settings.register_profile("quick", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
