@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from ctxcore_counters.encodings import load_encoding
 from ctxcore_langchain import REPORT_EVENT, ContextBudgetExceeded, ContextHook, ContextMiddleware
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
@@ -16,8 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from ctxcore import Pipeline
-from ctxcore.render import validate_request
+from ctxcore import Pipeline, validate_request
 from ctxcore.testing.harness.openai_server import ChatServer
 
 WINDOW, RESERVE = 1200, 200
@@ -85,7 +83,9 @@ def _norm(m: dict[str, Any]) -> tuple[Any, ...]:
     return (m["role"], m.get("content") or "", m.get("name"), m.get("tool_call_id"), calls)
 
 
-ENC = load_encoding("cl100k_base")
+# The raw tiktoken Encoding the counter plugin loaded offline (tiktoken alone would download it); the
+# counting rule below is this test's own, not ctxcore's.
+ENC = Pipeline.from_string(PIPELINE).builder().counter.counter._encoding
 
 
 def tokens(messages: list[dict[str, Any]]) -> int:
