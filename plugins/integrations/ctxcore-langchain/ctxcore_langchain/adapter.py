@@ -18,12 +18,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import BaseMessage, SystemMessage
-from langchain_core.runnables.config import ensure_config, get_callback_manager_for_config
+from langchain_core.runnables.config import RunnableConfig, ensure_config, get_callback_manager_for_config
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ctxcore import BudgetExceeded, Message
@@ -216,8 +216,10 @@ class ContextHook:
         """The :class:`~ctxcore.BuildReport` of the newest build (``None`` before the first)."""
         return self._builder.last_report
 
-    def __call__(self, state: Mapping[str, Any], config: Any = None) -> dict[str, Any]:
-        """Build the window of ``state[messages_key]``."""
+    # LangGraph passes ``config`` only to a parameter annotated with one of the spellings it lists
+    # (as a string here, because of ``from __future__ import annotations``): "Optional[RunnableConfig]" is one.
+    def __call__(self, state: Mapping[str, Any], config: Optional[RunnableConfig] = None) -> dict[str, Any]:  # noqa: UP045
+        """Build the window of ``state[messages_key]`` (one conversion cache per LangGraph ``thread_id``)."""
         cache = self._builder.cache(_thread_of(config))
         built = _build(self._builder.pipeline, self._builder.state(cache, state[self.messages_key], None, ()),
                        self._builder.runtime)

@@ -149,6 +149,23 @@ class TestCreateAgent:
         cache = middleware._builder.cache(None)
         assert cache.conversions == len(result["messages"]) - 1  # the final answer is never sent back
 
+    def test_checkpointed_thread_is_not_converted_again(self) -> None:
+        """A second invoke of a checkpointed thread (messages loaded again as new objects) converts only its new messages."""
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        middleware = ContextMiddleware(Pipeline.from_string(PIPELINE))
+        config = {"configurable": {"thread_id": "t1"}}
+        with ChatServer(reply=script, validate=True) as server:
+            model = ChatOpenAI(model="gpt-4o-mini", base_url=server.base_url, api_key="unused", max_retries=0)
+            agent = create_agent(model, tools=[lookup], middleware=[middleware], checkpointer=InMemorySaver())
+            first = agent.invoke({"messages": [HumanMessage("Weather?")]}, config)
+            converted = middleware._builder.cache("t1").conversions
+            second = agent.invoke({"messages": [HumanMessage("And again?")]}, config)
+        assert converted == len(first["messages"]) - 1
+        # new this time: the first run's final answer, the question, and this run's calls and results
+        assert middleware._builder.cache("t1").conversions == len(second["messages"]) - 1
+        assert second["messages"][:len(first["messages"])] == first["messages"]
+
     def test_over_budget_raises_a_typed_error_naming_the_fix(self) -> None:
         """A current turn larger than the budget fails with ContextBudgetExceeded (a BudgetExceeded) naming the fix."""
         middleware = ContextMiddleware(Pipeline.from_string(PIPELINE))
@@ -175,6 +192,7 @@ class TestCreateAgent:
 
 
 class TestLangGraphHook:
+    @pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
     def test_create_react_agent_pre_model_hook(self) -> None:
         """langgraph.prebuilt.create_react_agent with ContextHook sends the built window; the state keeps all."""
         from langgraph.prebuilt import create_react_agent
@@ -185,7 +203,9 @@ class TestLangGraphHook:
         with ChatServer(reply=script, validate=True) as server:
             model = ChatOpenAI(model="gpt-4o-mini", base_url=server.base_url, api_key="unused", max_retries=0)
             agent = create_react_agent(model, [lookup], pre_model_hook=hook)
-            result = agent.invoke({"messages": [*history, HumanMessage("Weather?")]})
+            result = agent.invoke({"messages": [*history, HumanMessage("Weather?")]},
+                                  {"configurable": {"thread_id": "t7"}})
+        assert hook._builder.cache("t7").conversions == len(result["messages"]) - 1  # LangGraph passed the config
         assert len(server.requests) == 4
         assert all({"role": "system", "content": "Be brief."} in b["messages"][:2] for b in server.requests)
         assert all(len(b["messages"]) < len(history) for b in server.requests)
