@@ -34,6 +34,7 @@ __all__ = ["REPORT_EVENT", "ContextBudgetExceeded", "ContextHook", "ContextMiddl
 
 #: name of the LangChain custom callback event carrying each build's report (``on_custom_event``).
 REPORT_EVENT = "ctxcore_build"
+_MAX_TOOLS = 512  # converted tool schemas kept, by tool object
 
 
 class ContextBudgetExceeded(BudgetExceeded):
@@ -92,6 +93,8 @@ class _Builder:
     def _tool(self, tool: Any) -> dict[str, Any]:
         known = self._tools.get(id(tool))
         if known is None or known[0] is not tool:
+            if len(self._tools) >= _MAX_TOOLS:  # tools made anew per call (dicts) must not grow it forever
+                self._tools.clear()
             known = self._tools[id(tool)] = (tool, convert_to_openai_tool(tool))
         return known[1]
 
