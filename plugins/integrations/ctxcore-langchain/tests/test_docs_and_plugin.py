@@ -36,7 +36,7 @@ def test_plugin_declares_the_integration() -> None:
     host = fresh_host(("ctxcore-langchain", plugin))
     host.registry  # noqa: B018 - the registration hooks run here
     (declared,) = host.plugins[0].to_dict()["integrations"]
-    assert declared["name"] == "langchain" and declared["framework"] == "langchain>=1.0,<2"
+    assert declared["name"] == "langchain" and declared["framework"] == "langchain>=1.5,<2"
     module, attr = declared["entry"].split(":")
     assert module == "ctxcore_langchain" and getattr(ctxcore_langchain, attr) is ctxcore_langchain.ContextMiddleware
     ctx = Path(sys.executable).with_name("ctx")
