@@ -26,7 +26,6 @@ counted as text and travel with their assistant turn: kept or dropped with it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -133,7 +132,7 @@ def items_from_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     for m in messages:
         recorded = recorded_items(m)
         if recorded is not None:
-            out.extend(json.loads(json.dumps(recorded)))
+            out.extend(_json_copy(recorded))
         else:
             out.extend(to_openai_responses([m])["input"])
     return out
@@ -223,8 +222,30 @@ def _text_field(item: Mapping[str, Any], key: str, index: int) -> str:
 
 
 def _copies(group: Sequence[Mapping[str, Any]], start: int) -> list[Any]:
-    """JSON copies of the items: the runner's own dicts are never kept (or changed) by reference."""
+    """Private copies of the items (the runner's own dicts are never kept, or changed, by reference).
+
+    JSON values only (what the Responses API and a checkpoint take); strings are
+    shared, not copied, so the cost does not grow with the text.
+    """
     try:
-        return list(json.loads(json.dumps(list(group), ensure_ascii=False, allow_nan=False)))
-    except (TypeError, ValueError) as exc:
+        return [_json_copy(item) for item in group]
+    except TypeError as exc:
         raise UnsupportedItem(f"an input item is not JSON ({exc})", index=start) from exc
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_copy(value: Any) -> Any:
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"key {k!r} is not a string")
+            out[k] = _json_copy(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_json_copy(v) for v in value]
+    raise TypeError(f"a {type(value).__name__} value")

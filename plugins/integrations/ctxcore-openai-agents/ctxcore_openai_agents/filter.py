@@ -30,7 +30,7 @@ from agents.run_config import CallModelData, ModelInputData
 
 from ctxcore import BudgetExceeded, BuildReport, BuiltContext, Message, Pipeline
 from ctxcore_openai_agents.cache import ConversionCache
-from ctxcore_openai_agents.converters import items_from_messages, recorded_items
+from ctxcore_openai_agents.converters import ITEMS_KEY, items_from_messages, recorded_items
 from ctxcore_openai_agents.errors import ContextBudgetExceeded
 
 __all__ = ["INSTRUCTIONS_SOURCE", "REPORT_KEY", "ContextFilter", "FilteredInput", "function_tools"]
@@ -39,6 +39,8 @@ __all__ = ["INSTRUCTIONS_SOURCE", "REPORT_KEY", "ContextFilter", "FilteredInput"
 INSTRUCTIONS_SOURCE = "openai-agents:instructions"
 #: where the report goes on a run context (a mapping key or an attribute name).
 REPORT_KEY = "ctxcore_report"
+
+_Converted = tuple[list[Message], list[tuple[int, int]]]
 
 
 @dataclass(frozen=True)
@@ -111,14 +113,14 @@ class ContextFilter:
 
     # ------------------------------------------------------------ internals
     def _prepare(self, items: Sequence[Any], instructions: str | None, tools: Sequence[Mapping[str, Any]]
-                 ) -> tuple[dict[str, Any], Message | None, dict[str, tuple[int, int]], list[Any]]:
+                 ) -> tuple[dict[str, Any], Message | None, _Converted, list[Any]]:
         listed = list(items)
         messages, spans = self.cache.convert(listed)
         head = self._instruction_message(instructions)
         state: dict[str, Any] = {self.state_key: [head, *messages] if head is not None else messages}
         if tools:
             state["tools"] = list(tools)
-        return state, head, {m.id: span for m, span in zip(messages, spans, strict=True)}, listed
+        return state, head, (messages, spans), listed
 
     def _instruction_message(self, instructions: str | None) -> Message | None:
         if not instructions:
@@ -128,8 +130,9 @@ class ContextFilter:
                 self._instructions = (instructions, Message(role="system", content=instructions, source=INSTRUCTIONS_SOURCE))
             return self._instructions[1]
 
-    def _finish(self, built: BuiltContext, head: Message | None, spans: Mapping[str, tuple[int, int]],
+    def _finish(self, built: BuiltContext, head: Message | None, converted: _Converted,
                 items: Sequence[Any]) -> FilteredInput:
+        spans = _spans_of(built.messages, converted)
         out: list[Any] = []
         instructions: str | None = None
         for m in built.messages:
@@ -151,6 +154,25 @@ class ContextFilter:
             context[REPORT_KEY] = report
         elif context is not None and hasattr(context, REPORT_KEY):
             setattr(context, REPORT_KEY, report)
+
+
+def _spans_of(window: Sequence[Message], converted: _Converted) -> dict[str, tuple[int, int]]:
+    """The item spans of the window's messages that were converted from items, found from the newest back.
+
+    The window is mostly the newest messages, so this looks at about as many
+    messages as the window holds, not the whole history.
+    """
+    wanted = {m.id for m in window if ITEMS_KEY in m.metadata}  # pipeline-made messages were never items
+    found: dict[str, tuple[int, int]] = {}
+    messages, spans = converted
+    for k in range(len(messages) - 1, -1, -1):
+        if not wanted:
+            break
+        mid = messages[k].id
+        if mid in wanted:
+            wanted.discard(mid)
+            found[mid] = spans[k]
+    return found
 
 
 def function_tools(agent: Any) -> list[dict[str, Any]]:

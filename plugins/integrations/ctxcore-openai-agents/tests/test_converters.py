@@ -187,3 +187,31 @@ class TestCache:
         assert len(cache) == 160
         cache.convert(self._history(40)[-4:])
         assert len(cache) == 4
+
+    def test_growth_path_on_next_turns_and_a_session_limit(self) -> None:
+        """A next turn (same items, fresh dicts, one more) and a window that lost its oldest turn both take the growth path."""
+        cache = ConversionCache()
+        history = self._history(20)
+        first, _ = cache.convert(history)
+        grown, _ = cache.convert([dict(i) for i in history] + [{"role": "user", "content": "more"}])
+        assert cache.last_path == "growth" and cache.last_misses == 1 and grown[:-1] == first
+        shifted, spans = cache.convert([dict(i) for i in history[4:]] + [{"role": "user", "content": "more"}])
+        assert cache.last_path == "growth" and cache.last_misses == 0 and shifted == grown[4:]
+        assert spans[0] == (0, 1) and items_from_messages(shifted) == history[4:] + [{"role": "user", "content": "more"}]
+
+    def test_a_nested_edit_in_the_newest_items_is_noticed(self) -> None:
+        """A content list edited in place in one of the newest items fails the guard: that item is converted again."""
+        cache = ConversionCache()
+        history = self._history(5)
+        cache.convert(history)
+        history[-1]["content"][0]["text"] = "rewritten"  # the same list object, changed inside
+        messages, _ = cache.convert(history)
+        assert cache.last_path == "keyed" and cache.last_misses == 1 and messages[-1].text == "rewritten"
+
+    def test_assistant_turn_continued_by_new_items_is_regrouped(self) -> None:
+        """Calls arriving after the assistant's text (a later call) join its message instead of starting another."""
+        cache = ConversionCache()
+        items = [{"role": "user", "content": "q"}, {"type": "message", "role": "assistant", "content": "looking"}]
+        cache.convert(items)
+        messages, spans = cache.convert(items + [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}])
+        assert [m.role for m in messages] == ["user", "assistant"] and messages[1].tool_call_ids == ("c",) and spans[1] == (1, 3)
