@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, Runner, RunConfig, SQLiteSession, function_tool, set_tracing_disabled
+from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool, set_tracing_disabled
 from agents.models.openai_responses import OpenAIResponsesModel
 from agents.run_config import CallModelData, ModelInputData
 from ctxcore_openai_agents import CheckpointerSession, ContextBudgetExceeded, ContextFilter, messages_from_items
