@@ -181,3 +181,24 @@ class TestFilteredRun:
             asyncio.run(Runner.run(agent, "hi", run_config=RunConfig(call_model_input_filter=ContextFilter(pipeline))))
         assert info.value.required > info.value.budget and info.value.budget <= WINDOW - RESERVE and info.value.report is not None
         assert server.requests == []
+
+
+class TestFilterUnit:
+    def test_report_slots_and_the_runners_own_objects(self, tmp_path: Path) -> None:
+        """Kept items are the runner's objects; the report reaches on_report, a context attribute and last_report."""
+        reports: list[BuildReport] = []
+        filt = ContextFilter(Pipeline.from_string(pipeline_yaml(tmp_path / "a.db")), on_report=reports.append)
+
+        class Ctx:
+            ctxcore_report: Any = None
+
+        items = [{"role": "user", "content": "hi"},
+                 {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": '{"topic": "x"}'},
+                 {"type": "function_call_output", "call_id": "c1", "output": "found"}]
+        ctx = Ctx()
+        data = CallModelData(model_data=ModelInputData(input=list(items), instructions=INSTRUCTIONS), agent=None, context=ctx)
+        out = asyncio.run(filt(data))  # type: ignore[arg-type]
+        assert out.instructions == INSTRUCTIONS
+        assert [o for o in out.input if o.get("role") != "system"] == items
+        assert all(any(o is i for i in items) for o in out.input if o.get("role") != "system")
+        assert reports == [filt.last_report] and ctx.ctxcore_report is filt.last_report
