@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from ctxcore.engine.builder import BuiltContext
 from ctxcore.errors import CheckpointCorrupt, InvalidHistory, StaleWrite
@@ -41,6 +41,10 @@ class Thread:
     Methods are safe to call from several threads of one process; the
     checkpointer's step fence handles writers in other processes.
     """
+
+    #: ``runtime_metadata["format"]`` of the checkpoints a thread writes (:data:`THREAD_FORMAT`), for other
+    #: writers of the same format (e.g. the OpenAI Agents SDK session of ctxcore-openai-agents).
+    FORMAT: ClassVar[str] = THREAD_FORMAT
 
     def __init__(
         self, pipeline: Pipeline, thread_id: str, checkpointer: Any, checkpoint: Mapping[str, Any] | None = None,

@@ -1,0 +1,251 @@
+"""Responses API input items <-> ctxcore messages, losslessly.
+
+The Agents SDK keeps a run's history as Responses *input items*: messages
+(``{"role": "user", "content": ...}`` or output messages with ``output_text``
+parts), ``function_call`` and ``function_call_output`` items, ``reasoning``
+items. ctxcore reasons about chat messages, so :func:`messages_from_items`
+groups the items into messages:
+
+- a run of assistant-side items (``reasoning``, assistant messages,
+  ``function_call``, the self-contained hosted tool calls such as
+  ``web_search_call``) is one assistant message: its text, its tool calls;
+- each ``function_call_output`` is one ``tool`` message (untrusted);
+- each user message is one ``user`` message. A ``system`` or ``developer``
+  message found in the input is history, not the developer's instructions: it
+  becomes an untrusted ``user`` message (ctxcore never lets history take the
+  system role) and is re-sent as the item it was.
+
+Every message carries the JSON copies of its items in
+``metadata["openai_agents_items"]`` and the fingerprint it had when made, so
+:func:`items_from_messages` gives back exactly the items when the message is
+unchanged (reasoning items, ids, statuses, annotations included), and renders a
+message a filter changed (a truncated tool output, a summary) with
+:func:`ctxcore.to_openai_responses`. Reasoning and hosted-tool items are not
+counted as text and travel with their assistant turn: kept or dropped with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall, to_openai_responses
+from ctxcore_openai_agents.errors import UnsupportedItem
+
+__all__ = [
+    "FINGERPRINT_KEY",
+    "ITEMS_KEY",
+    "SOURCE",
+    "group_items",
+    "is_assistant_side",
+    "items_from_messages",
+    "message_from_group",
+    "messages_from_items",
+    "plain_item",
+]
+
+#: metadata key of the JSON copies of the items a message was made from.
+ITEMS_KEY = "openai_agents_items"
+#: metadata key of the message's fingerprint when it was made (a changed message no longer matches).
+FINGERPRINT_KEY = "openai_agents_fingerprint"
+#: ``Message.source`` of messages made from the SDK's input items.
+SOURCE = "openai-agents:input"
+
+# Output items of hosted tools that need no separate result item: they ride with their assistant turn.
+_HOSTED = frozenset({"web_search_call", "file_search_call", "image_generation_call", "code_interpreter_call"})
+_ASSISTANT_TYPES = frozenset({"reasoning", "function_call"}) | _HOSTED
+_SUPPORTED = "message, function_call, function_call_output, reasoning, " + ", ".join(sorted(_HOSTED))
+
+
+def plain_item(item: Any, index: int = 0) -> Mapping[str, Any]:
+    """The item as a mapping: dicts as they are, the SDK's pydantic items dumped.
+
+    Raises:
+        UnsupportedItem: the item is neither.
+    """
+    if isinstance(item, Mapping):
+        return item
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        return dict(dump(mode="json", exclude_unset=True))
+    raise UnsupportedItem(f"a Responses input item is an object, not {type(item).__name__}", index=index)
+
+
+def is_assistant_side(item: Mapping[str, Any]) -> bool:
+    """Whether the item belongs to an assistant turn (model output sent back as input)."""
+    kind = item.get("type")
+    if kind in _ASSISTANT_TYPES:
+        return True
+    return item.get("role") == "assistant" and kind in (None, "message")
+
+
+def group_items(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """The ``(start, end)`` spans of the items that make one message each, in order."""
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(items)
+    while i < n:
+        j = i + 1
+        if is_assistant_side(items[i]):
+            while j < n and is_assistant_side(items[j]):
+                j += 1
+        spans.append((i, j))
+        i = j
+    return spans
+
+
+def messages_from_items(items: Iterable[Any]) -> list[Message]:
+    """The ctxcore messages of Responses input items (see the module docstring for the mapping).
+
+    Raises:
+        UnsupportedItem: an item of a type not listed there (``.index`` names it).
+    """
+    plain = [plain_item(item, i) for i, item in enumerate(items)]
+    return [message_from_group(plain[start:end], start) for start, end in group_items(plain)]
+
+
+def message_from_group(group: Sequence[Mapping[str, Any]], start: int = 0) -> Message:
+    """The one message of a span from :func:`group_items`; ``start`` is its first index, for errors."""
+    first = group[0]
+    kind = first.get("type")
+    if is_assistant_side(first):
+        message = _assistant(group, start)
+    elif kind == "function_call_output":
+        message = Message(role="tool", content=_output(first.get("output"), start), tool_call_id=_text_field(first, "call_id", start),
+                          trust="untrusted", source=SOURCE, metadata={ITEMS_KEY: _copies(group, start)})
+    elif kind in (None, "message") and "role" in first:
+        role = first.get("role")
+        if role not in ("user", "system", "developer"):
+            raise UnsupportedItem(f"a message item with role {role!r} (user, assistant, system, developer)", index=start)
+        message = Message(role="user", content=_content(first.get("content"), start), trust="untrusted", source=SOURCE,
+                          metadata={ITEMS_KEY: _copies(group, start)})
+    else:
+        raise UnsupportedItem(f"Responses input item of type {kind!r} is not supported ({_SUPPORTED}); "
+                              "drop or rewrite such items in your own filter before ctxcore's", index=start)
+    # Made here and seen by nobody yet: recording what it looked like lets a changed copy be told apart.
+    message.metadata[FINGERPRINT_KEY] = message.fingerprint
+    return message
+
+
+def items_from_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Responses input items for the messages: the recorded items of unchanged ones, a fresh rendering of the rest."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        recorded = recorded_items(m)
+        if recorded is not None:
+            out.extend(_json_copy(recorded))
+        else:
+            out.extend(to_openai_responses([m])["input"])
+    return out
+
+
+def recorded_items(m: Message) -> list[dict[str, Any]] | None:
+    """The items ``m`` was made from, or ``None`` when it was not made from items or was changed since."""
+    items = m.metadata.get(ITEMS_KEY)
+    if items is None or m.metadata.get(FINGERPRINT_KEY) != m.fingerprint:
+        return None
+    return list(items)
+
+
+def _assistant(group: Sequence[Mapping[str, Any]], start: int) -> Message:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for k, item in enumerate(group):
+        kind = item.get("type")
+        if kind == "function_call":
+            calls.append(ToolCall(id=_text_field(item, "call_id", start + k), name=_text_field(item, "name", start + k),
+                                  arguments=item.get("arguments") or "{}"))
+        elif kind in (None, "message"):
+            texts.extend(_assistant_texts(item.get("content"), start + k))
+    content: str | tuple[TextBlock, ...] | None
+    content = texts[0] if len(texts) == 1 else (tuple(TextBlock(text=t) for t in texts) if texts else None)
+    return Message(role="assistant", content=content, tool_calls=tuple(calls), trust="untrusted", source=SOURCE,
+                   metadata={ITEMS_KEY: _copies(group, start)})
+
+
+def _assistant_texts(content: Any, index: int) -> list[str]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        raise UnsupportedItem(f"an assistant message's content is text or a list of parts, not {type(content).__name__}", index=index)
+    texts = []
+    for part in content:
+        if isinstance(part, Mapping):
+            text = part.get("refusal") if part.get("type") == "refusal" else part.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+    return texts
+
+
+def _content(content: Any, index: int) -> str | tuple[Any, ...]:
+    """A user message's content: its text, or blocks for its parts (parts ctxcore cannot model are not counted)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise UnsupportedItem(f"a message's content is text or a list of parts, not {type(content).__name__}", index=index)
+    blocks = tuple(b for b in (_block(p) for p in content) if b is not None)
+    return blocks
+
+
+def _output(output: Any, index: int) -> str | tuple[Any, ...]:
+    """A tool result's content: the output string, or blocks for a list of input parts."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return tuple(b for b in (_block(p) for p in output) if b is not None)
+    raise UnsupportedItem(f"a function_call_output's output is text or a list of parts, not {type(output).__name__}", index=index)
+
+
+def _block(part: Any) -> TextBlock | ImageBlock | FileBlock | None:
+    if not isinstance(part, Mapping):
+        return None
+    kind = part.get("type")
+    if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str):
+        return TextBlock(text=part["text"])
+    if kind == "input_image" and isinstance(part.get("image_url"), str):
+        detail = part.get("detail")
+        return ImageBlock(url=part["image_url"], detail=detail if detail in ("auto", "low", "high") else None)
+    if kind == "input_file":
+        fields = {k: part[k] for k in ("file_id", "file_data", "filename") if isinstance(part.get(k), str)}
+        return FileBlock(**fields) if fields else None
+    return None
+
+
+def _text_field(item: Mapping[str, Any], key: str, index: int) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise UnsupportedItem(f"a {item.get('type')} item needs a non-empty string {key!r}", index=index)
+    return value
+
+
+def _copies(group: Sequence[Mapping[str, Any]], start: int) -> list[Any]:
+    """Private copies of the items (the runner's own dicts are never kept, or changed, by reference).
+
+    JSON values only (what the Responses API and a checkpoint take); strings are
+    shared, not copied, so the cost does not grow with the text.
+    """
+    try:
+        return [_json_copy(item) for item in group]
+    except TypeError as exc:
+        raise UnsupportedItem(f"an input item is not JSON ({exc})", index=start) from exc
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_copy(value: Any) -> Any:
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"key {k!r} is not a string")
+            out[k] = _json_copy(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_json_copy(v) for v in value]
+    raise TypeError(f"a {type(value).__name__} value")

@@ -1,0 +1,196 @@
+"""``ContextFilter``: a ``RunConfig.call_model_input_filter`` that builds every model call's input with a ctxcore pipeline.
+
+Before each model call the runner hands the filter its input items and the
+agent's instructions. The filter converts the items (once each:
+:class:`~ctxcore_openai_agents.cache.ConversionCache`), puts the instructions in
+front as the trusted system message (they come from the developer's code), adds
+the agent's function tools so the budget counts them, runs the pipeline, and
+returns the window as Responses input items:
+
+- an item kept unchanged is returned as the runner's own object (never a copy,
+  never changed), so the model receives exactly what the SDK would have sent for it;
+- a message the pipeline made or changed (a system prompt, a summary, a
+  truncated tool output) is rendered with :func:`ctxcore.to_openai_responses`;
+- the instructions go back as ``instructions`` (a trusted system message the
+  pipeline added is sent as a ``system`` input item).
+
+The build report is ``filter.last_report``, is passed to ``on_report``, and is
+put on the run context when the context is a mutable mapping
+(``context["ctxcore_report"]``) or has a ``ctxcore_report`` attribute.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents.run_config import CallModelData, ModelInputData
+
+from ctxcore import BudgetExceeded, BuildReport, BuiltContext, Message, Pipeline
+from ctxcore_openai_agents.cache import ConversionCache
+from ctxcore_openai_agents.converters import ITEMS_KEY, items_from_messages, recorded_items
+from ctxcore_openai_agents.errors import ContextBudgetExceeded
+
+__all__ = ["INSTRUCTIONS_SOURCE", "REPORT_KEY", "ContextFilter", "FilteredInput", "function_tools"]
+
+#: ``Message.source`` of the system message made from the agent's instructions.
+INSTRUCTIONS_SOURCE = "openai-agents:instructions"
+#: where the report goes on a run context (a mapping key or an attribute name).
+REPORT_KEY = "ctxcore_report"
+
+_Converted = tuple[list[Message], list[tuple[int, int]]]
+
+
+@dataclass(frozen=True)
+class FilteredInput:
+    """One filtered model call: the items and instructions to send, and the build behind them."""
+
+    items: list[Any]
+    instructions: str | None
+    built: BuiltContext
+
+    @property
+    def report(self) -> BuildReport:
+        """The build report of this call."""
+        return self.built.report
+
+
+class ContextFilter:
+    """Trim the runner's input with a ctxcore pipeline: ``RunConfig(call_model_input_filter=ContextFilter(pipeline))``.
+
+    Args:
+        pipeline: a :class:`ctxcore.Pipeline` whose history provider reads
+            ``state[state_key]`` (``providers: [{type: history}]``) and whose
+            filters keep it within ``model.context_window``.
+        state_key: the state key the pipeline's history provider reads.
+        count_tools: send the agent's function tools to the build, so their
+            definitions count against the budget (the SDK sends its own tools).
+        on_report: called with each build report.
+    """
+
+    def __init__(self, pipeline: Pipeline, *, state_key: str = "messages", count_tools: bool = True,
+                 on_report: Callable[[BuildReport], None] | None = None) -> None:
+        self.pipeline = pipeline
+        self.state_key = state_key
+        self.count_tools = count_tools
+        self.on_report = on_report
+        self.cache = ConversionCache()
+        #: the report of the last build (``None`` before the first).
+        self.last_report: BuildReport | None = None
+        self._instructions: tuple[str, Message] | None = None
+        self._lock = threading.Lock()
+
+    async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
+        """The filter the runner calls before each model call (``await``-ed by the SDK)."""
+        state, head, spans, items = self._prepare(data.model_data.input, data.model_data.instructions,
+                                                  function_tools(data.agent) if self.count_tools else ())
+        try:
+            built = await self.pipeline.abuild(state)
+        except BudgetExceeded as exc:
+            raise _budget_error(exc) from exc
+        result = self._finish(built, head, spans, items)
+        self._publish(result.report, data.context)
+        return ModelInputData(input=result.items, instructions=result.instructions)
+
+    def apply(self, items: Sequence[Any], instructions: str | None = None,
+              tools: Sequence[Mapping[str, Any]] = ()) -> FilteredInput:
+        """The same as a call by the runner, synchronously, for items given directly (tests, scripts, benchmarks).
+
+        Raises:
+            ContextBudgetExceeded: the instructions, tools and protected messages alone are over budget.
+            UnsupportedItem: an input item the converters do not take.
+        """
+        state, head, spans, listed = self._prepare(items, instructions, tools)
+        try:
+            built = self.pipeline.build(state)
+        except BudgetExceeded as exc:
+            raise _budget_error(exc) from exc
+        result = self._finish(built, head, spans, listed)
+        self._publish(result.report, None)
+        return result
+
+    # ------------------------------------------------------------ internals
+    def _prepare(self, items: Sequence[Any], instructions: str | None, tools: Sequence[Mapping[str, Any]]
+                 ) -> tuple[dict[str, Any], Message | None, _Converted, list[Any]]:
+        listed = list(items)
+        messages, spans = self.cache.convert(listed)
+        head = self._instruction_message(instructions)
+        state: dict[str, Any] = {self.state_key: [head, *messages] if head is not None else messages}
+        if tools:
+            state["tools"] = list(tools)
+        return state, head, (messages, spans), listed
+
+    def _instruction_message(self, instructions: str | None) -> Message | None:
+        if not instructions:
+            return None
+        with self._lock:
+            if self._instructions is None or self._instructions[0] != instructions:
+                self._instructions = (instructions, Message(role="system", content=instructions, source=INSTRUCTIONS_SOURCE))
+            return self._instructions[1]
+
+    def _finish(self, built: BuiltContext, head: Message | None, converted: _Converted,
+                items: Sequence[Any]) -> FilteredInput:
+        spans = _spans_of(built.messages, converted)
+        out: list[Any] = []
+        instructions: str | None = None
+        for m in built.messages:
+            if head is not None and m.id == head.id:
+                instructions = m.text  # the pipeline may have changed it (neutralised markers); send what it built
+                continue
+            span = spans.get(m.id)
+            if span is not None and recorded_items(m) is not None:
+                out.extend(items[span[0]:span[1]])  # unchanged: the runner's own objects
+            else:
+                out.extend(items_from_messages([m]))
+        return FilteredInput(items=out, instructions=instructions, built=built)
+
+    def _publish(self, report: BuildReport, context: Any) -> None:
+        self.last_report = report
+        if self.on_report is not None:
+            self.on_report(report)
+        if isinstance(context, MutableMapping):
+            context[REPORT_KEY] = report
+        elif context is not None and hasattr(context, REPORT_KEY):
+            setattr(context, REPORT_KEY, report)
+
+
+def _spans_of(window: Sequence[Message], converted: _Converted) -> dict[str, tuple[int, int]]:
+    """The item spans of the window's messages that were converted from items, found from the newest back.
+
+    The window is mostly the newest messages, so this looks at about as many
+    messages as the window holds, not the whole history.
+    """
+    wanted = {m.id for m in window if ITEMS_KEY in m.metadata}  # pipeline-made messages were never items
+    found: dict[str, tuple[int, int]] = {}
+    messages, spans = converted
+    for k in range(len(messages) - 1, -1, -1):
+        if not wanted:
+            break
+        mid = messages[k].id
+        if mid in wanted:
+            wanted.discard(mid)
+            found[mid] = spans[k]
+    return found
+
+
+def function_tools(agent: Any) -> list[dict[str, Any]]:
+    """The agent's function tools as chat function definitions (what the budget counts); other tool kinds are skipped."""
+    out = []
+    for t in getattr(agent, "tools", None) or ():
+        schema = getattr(t, "params_json_schema", None)
+        name = getattr(t, "name", None)
+        if isinstance(schema, Mapping) and isinstance(name, str):
+            out.append({"type": "function", "function": {"name": name, "description": getattr(t, "description", "") or "",
+                                                         "parameters": dict(schema)}})
+    return out
+
+
+def _budget_error(exc: BudgetExceeded) -> ContextBudgetExceeded:
+    return ContextBudgetExceeded(
+        f"the agent's instructions, tool definitions and protected messages need {exc.required} {exc.unit} but the "
+        f"pipeline's budget is {exc.budget}: raise model.context_window (or lower reserve_output_tokens) in the "
+        f"pipeline, or shorten the agent's instructions or tools ({exc})",
+        budget=exc.budget, required=exc.required, report=exc.report, unit=exc.unit,
+    )
