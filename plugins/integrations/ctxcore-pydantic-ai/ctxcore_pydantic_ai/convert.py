@@ -1,0 +1,323 @@
+"""Lossless converters between pydantic-ai's ``ModelMessage`` lists and ctxcore messages.
+
+pydantic-ai groups parts: one ``ModelRequest`` holds system prompts, user
+prompts and tool returns side by side; one ``ModelResponse`` holds text,
+tool calls and thinking. ctxcore wants one message per role turn, with a tool
+call's results right after it. The mapping (docs/integrations.md#pydantic-ai):
+
+- each part of a ``ModelRequest`` is one ctxcore message: ``SystemPromptPart``
+  -> ``system``; ``UserPromptPart`` -> ``user`` (str content, or text / image /
+  file blocks); a tool return (``ToolReturnPart`` and its typed subclasses, or
+  the legacy ``RetryPromptPart`` naming a tool) -> ``tool`` with its
+  ``tool_call_id`` and the text the model is shown; ``RetryFeedbackPart`` (and a
+  tool-less ``RetryPromptPart``) -> ``user`` with the feedback text; any other
+  request part (instruction and settings deltas, speech, compaction) -> an empty
+  ``user`` placeholder that only carries the part;
+- a whole ``ModelResponse`` is one ``assistant`` message: its ``TextPart``\\ s
+  are the content (a string for one, text blocks for several), its tool calls
+  (``ToolCallPart`` and typed subclasses) are ``tool_calls``; thinking,
+  native (server-side) tool calls and returns, files and speech ride along
+  without being counted.
+
+Every converted message carries a :class:`PydanticAIOrigin` in
+``metadata["pydantic_ai"]``: the original ``ModelMessage``, the part and its
+index, and the view the model reads. :func:`to_pydantic_ai` gives back the
+original objects where nothing the model reads changed (so the round trip is
+exact, timestamps, ids, provider details and all), rebuilds only the parts a
+filter changed (``dataclasses.replace`` keeps every other field), and makes
+new parts for messages ctxcore added. The origin is an in-process object, not
+JSON: store pydantic-ai histories with pydantic-ai's ``ModelMessagesTypeAdapter``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pydantic_ai.messages import (
+    BaseToolCallPart,
+    BaseToolReturnPart,
+    BinaryContent,
+    ImageUrl,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    RetryFeedbackPart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall
+
+__all__ = ["METADATA_KEY", "PydanticAIOrigin", "from_pydantic_ai", "to_pydantic_ai", "convert_model_message", "unchanged"]
+
+#: the metadata key of a converted message's :class:`PydanticAIOrigin`.
+METADATA_KEY = "pydantic_ai"
+
+_View = tuple[Any, ...]
+
+
+class PydanticAIOrigin:
+    """Where a ctxcore message came from: the pydantic-ai message, the part (``None`` for a response) and its index.
+
+    ``view`` is what the model read when the message was converted (role,
+    content, tool_call_id, tool_calls); a message whose view still matches is
+    given back as the original part.
+    """
+
+    __slots__ = ("message", "index", "part", "view")
+
+    def __init__(self, message: ModelMessage, index: int, part: Any, view: _View) -> None:
+        self.message = message
+        self.index = index
+        self.part = part
+        self.view = view
+
+    def __repr__(self) -> str:
+        kind = type(self.part).__name__ if self.part is not None else "ModelResponse"
+        return f"PydanticAIOrigin({kind}, index={self.index})"
+
+
+def _view(message: Message) -> _View:
+    return (message.role, message.content, message.tool_call_id, message.tool_calls)
+
+
+def unchanged(message: Message) -> PydanticAIOrigin | None:
+    """The message's origin if what the model reads of it is as converted, else ``None``."""
+    origin = message.metadata.get(METADATA_KEY)
+    if not isinstance(origin, PydanticAIOrigin):
+        return None
+    return origin if _view(message) == origin.view else None
+
+
+# ------------------------------------------------------------------ pydantic-ai -> ctxcore
+def _user_content(content: str | Sequence[Any]) -> str | tuple[Any, ...]:
+    if isinstance(content, str):
+        return content
+    blocks: list[Any] = []
+    for item in content:
+        if isinstance(item, str):
+            blocks.append(TextBlock(text=item))
+        elif isinstance(item, ImageUrl):
+            blocks.append(ImageBlock(url=item.url))
+        elif isinstance(item, BinaryContent) and item.is_image:
+            blocks.append(ImageBlock(url=item.data_uri))
+        elif isinstance(item, BinaryContent):
+            blocks.append(FileBlock(file_data=item.base64, filename=item.identifier))
+        elif hasattr(item, "url"):  # audio, video and document URLs: counted as a file reference
+            blocks.append(FileBlock(file_id=str(item.url)))
+        elif isinstance(getattr(item, "content", None), str):  # TextContent and StructuredContent
+            blocks.append(TextBlock(text=item.content))
+        # CachePoint and other markers carry no content: kept in the origin part only.
+    return tuple(blocks)
+
+
+def _request_part(part: Any) -> dict[str, Any]:
+    if isinstance(part, SystemPromptPart):
+        return {"role": "system", "content": part.content}
+    if isinstance(part, UserPromptPart):
+        return {"role": "user", "content": _user_content(part.content)}
+    if isinstance(part, BaseToolReturnPart) and not isinstance(part, NativeToolReturnPart):
+        return {"role": "tool", "content": part.model_response_str(), "tool_call_id": part.tool_call_id, "name": part.tool_name}
+    if isinstance(part, RetryPromptPart) and part.tool_name is not None:
+        return {"role": "tool", "content": part.model_response(), "tool_call_id": part.tool_call_id, "name": part.tool_name}
+    if isinstance(part, RetryPromptPart | RetryFeedbackPart):
+        return {"role": "user", "content": part.model_response()}
+    return {"role": "user", "content": ""}
+
+
+def _response_fields(response: ModelResponse) -> dict[str, Any]:
+    texts = [p.content for p in response.parts if isinstance(p, TextPart)]
+    calls = tuple(
+        ToolCall(id=p.tool_call_id, name=p.tool_name, arguments=p.args_as_json_str())
+        for p in response.parts
+        if isinstance(p, BaseToolCallPart) and not isinstance(p, NativeToolCallPart)
+    )
+    content: str | tuple[Any, ...] | None = None
+    if len(texts) == 1:
+        content = texts[0]
+    elif texts:
+        content = tuple(TextBlock(text=t) for t in texts)
+    return {"role": "assistant", "content": content, "tool_calls": calls}
+
+
+def _make(fields: dict[str, Any], origin_of: ModelMessage, index: int, part: Any) -> Message:
+    message = Message(**fields)
+    # set after validation, which copies the dict: the view is what the validated message reads
+    message.metadata[METADATA_KEY] = PydanticAIOrigin(origin_of, index, part, _view(message))
+    return message
+
+
+def convert_model_message(message: ModelMessage) -> tuple[Message, ...]:
+    """The ctxcore messages of one pydantic-ai message (the unit the conversion cache keeps).
+
+    Raises:
+        TypeError: ``message`` is neither a ``ModelRequest`` nor a ``ModelResponse``.
+    """
+    if isinstance(message, ModelResponse):
+        return (_make(_response_fields(message), message, 0, None),)
+    if isinstance(message, ModelRequest):
+        return tuple(_make(_request_part(part), message, i, part) for i, part in enumerate(message.parts))
+    raise TypeError(f"expected a pydantic-ai ModelRequest or ModelResponse, got {type(message).__name__}")
+
+
+def from_pydantic_ai(messages: Iterable[ModelMessage]) -> list[Message]:
+    """Convert pydantic-ai messages to ctxcore messages (one per request part, one per response).
+
+    Raises:
+        ValueError: an item is not a pydantic-ai message; names its index.
+    """
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        try:
+            out.extend(convert_model_message(message))
+        except TypeError as exc:
+            raise ValueError(f"message {i}: {exc}") from None
+    return out
+
+
+# ------------------------------------------------------------------ ctxcore -> pydantic-ai
+def _user_item(block: Any) -> Any:
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ImageBlock):
+        return BinaryContent.from_data_uri(block.url) if block.url.startswith("data:") else ImageUrl(url=block.url)
+    if block.file_data is not None:
+        import base64
+
+        return BinaryContent(data=base64.b64decode(block.file_data), media_type="application/octet-stream")
+    raise ValueError(f"a file block without data (file_id {block.file_id!r}) has no pydantic-ai user content")
+
+
+def _text(message: Message) -> str:
+    return message.text
+
+
+def _new_request_part(message: Message, origin: PydanticAIOrigin | None) -> Any:
+    """A request part for a message ctxcore added or changed.
+
+    A changed part keeps its type and other fields where its content is what
+    the model reads (system and user prompts, tool returns, a retry naming a
+    tool); a changed retry feedback becomes a user prompt with the new text,
+    keeping its timestamp.
+    """
+    old = origin.part if origin is not None else None
+    stamp = {"timestamp": old.timestamp} if getattr(old, "timestamp", None) is not None else {}
+    if message.role == "system":
+        if isinstance(old, SystemPromptPart):
+            return dataclasses.replace(old, content=_text(message))
+        return SystemPromptPart(_text(message), **stamp)
+    if message.role == "user":
+        content = message.content
+        value: Any = "" if content is None else content if isinstance(content, str) else [_user_item(b) for b in content]
+        return dataclasses.replace(old, content=value) if isinstance(old, UserPromptPart) else UserPromptPart(value, **stamp)
+    if message.role == "tool":
+        if isinstance(old, BaseToolReturnPart | RetryPromptPart) and old.tool_call_id == message.tool_call_id:
+            return dataclasses.replace(old, content=_text(message))
+        return ToolReturnPart(tool_name=message.name or "", content=_text(message), tool_call_id=message.tool_call_id or "", **stamp)
+    raise ValueError(f"an {message.role} message is not a request part")
+
+
+def _new_response(message: Message, origin: PydanticAIOrigin | None) -> ModelResponse:
+    """The response for an assistant message ctxcore added or changed (a changed one keeps its other parts)."""
+    content = message.content
+    texts = [content] if isinstance(content, str) else [b.text for b in content or () if isinstance(b, TextBlock)]
+    texts = [t for t in texts if t]
+    calls = list(message.tool_calls)
+    old = origin.message if origin is not None else None
+    if not isinstance(old, ModelResponse):
+        parts: list[Any] = [TextPart(t) for t in texts]
+        parts += [ToolCallPart(tool_name=c.name, args=c.arguments, tool_call_id=c.id) for c in calls]
+        return ModelResponse(parts=parts)
+    old_calls = {p.tool_call_id: p for p in old.parts if isinstance(p, BaseToolCallPart) and not isinstance(p, NativeToolCallPart)}
+    new_parts: list[Any] = []
+    for part in old.parts:
+        if isinstance(part, TextPart):
+            if texts:  # the first text part's place takes the (new) text; the others go
+                new_parts.extend(dataclasses.replace(part, content=t) for t in texts)
+                texts = []
+        elif isinstance(part, BaseToolCallPart) and not isinstance(part, NativeToolCallPart):
+            if calls:
+                new_parts.extend(_call_part(c, old_calls.get(c.id)) for c in calls)
+                calls = []
+        else:
+            new_parts.append(part)
+    new_parts += [TextPart(t) for t in texts] + [_call_part(c, None) for c in calls]
+    return dataclasses.replace(old, parts=new_parts)
+
+
+def _call_part(call: ToolCall, old: Any) -> Any:
+    if old is not None and old.tool_name == call.name and old.args_as_json_str() == call.arguments:
+        return old
+    args: Any = call.arguments
+    if old is not None and isinstance(old.args, dict):
+        try:
+            args = json.loads(call.arguments)
+        except ValueError:
+            pass
+    return ToolCallPart(tool_name=call.name, args=args, tool_call_id=call.id)
+
+
+def _flush(group: list[Message]) -> ModelRequest:
+    origins = [m.metadata.get(METADATA_KEY) for m in group]
+    original = next((o.message for o in origins if isinstance(o, PydanticAIOrigin)), None)
+    kept = [unchanged(m) for m in group]
+    if (
+        isinstance(original, ModelRequest)
+        and len(group) == len(original.parts)
+        and all(o is not None and o.message is original and o.index == i for i, o in enumerate(kept))
+    ):
+        return original
+    parts = []
+    for message, origin, same in zip(group, origins, kept, strict=True):
+        if same is not None:
+            parts.append(same.part)
+        else:
+            parts.append(_new_request_part(message, origin if isinstance(origin, PydanticAIOrigin) else None))
+    if isinstance(original, ModelRequest):
+        return dataclasses.replace(original, parts=parts)
+    return ModelRequest(parts=parts)
+
+
+def to_pydantic_ai(messages: Iterable[Message]) -> list[ModelMessage]:
+    """Convert ctxcore messages to pydantic-ai messages.
+
+    Consecutive non-assistant messages that came from one ``ModelRequest`` form
+    that request again (the original object when all its parts are there and
+    unchanged); a message ctxcore added joins the request next to it. Each
+    assistant message is one ``ModelResponse``.
+
+    Raises:
+        ValueError: a message cannot be represented (a file block with only a file id).
+    """
+    out: list[ModelMessage] = []
+    group: list[Message] = []
+    group_source: Any = None
+    for message in messages:
+        origin = message.metadata.get(METADATA_KEY)
+        source = origin.message if isinstance(origin, PydanticAIOrigin) else None
+        if message.role == "assistant":
+            if group:
+                out.append(_flush(group))
+                group, group_source = [], None
+            same = unchanged(message)
+            out.append(same.message if same is not None and isinstance(same.message, ModelResponse) else _new_response(
+                message, origin if isinstance(origin, PydanticAIOrigin) else None))
+            continue
+        if group and source is not None and group_source is not None and source is not group_source:
+            out.append(_flush(group))
+            group, group_source = [], None
+        group.append(message)
+        if group_source is None:
+            group_source = source
+    if group:
+        out.append(_flush(group))
+    return out
