@@ -266,7 +266,21 @@ def _call_part(call: ToolCall, old: Any) -> Any:
     return ToolCallPart(tool_name=call.name, args=args, tool_call_id=call.id)
 
 
-def _flush(group: list[Message]) -> ModelRequest:
+#: parts made for messages ctxcore added, by message id: the same message gives the same part object.
+FreshParts = dict[str, tuple[_View, Any]]
+
+
+def _fresh_part(message: Message, fresh: FreshParts | None, used: FreshParts | None) -> Any:
+    view = _view(message)
+    if fresh is not None and used is not None:
+        known = fresh.get(message.id)
+        part = known[1] if known is not None and known[0] == view else _new_request_part(message, None)
+        used[message.id] = (view, part)
+        return part
+    return _new_request_part(message, None)
+
+
+def _flush(group: list[Message], fresh: FreshParts | None = None, used: FreshParts | None = None) -> ModelRequest:
     origins = [m.metadata.get(METADATA_KEY) for m in group]
     original = next((o.message for o in origins if isinstance(o, PydanticAIOrigin)), None)
     kept = [unchanged(m) for m in group]
@@ -280,14 +294,16 @@ def _flush(group: list[Message]) -> ModelRequest:
     for message, origin, same in zip(group, origins, kept, strict=True):
         if same is not None:
             parts.append(same.part)
+        elif isinstance(origin, PydanticAIOrigin):
+            parts.append(_new_request_part(message, origin))
         else:
-            parts.append(_new_request_part(message, origin if isinstance(origin, PydanticAIOrigin) else None))
+            parts.append(_fresh_part(message, fresh, used))
     if isinstance(original, ModelRequest):
         return dataclasses.replace(original, parts=parts)
     return ModelRequest(parts=parts)
 
 
-def to_pydantic_ai(messages: Iterable[Message]) -> list[ModelMessage]:
+def to_pydantic_ai(messages: Iterable[Message], *, fresh: FreshParts | None = None) -> list[ModelMessage]:
     """Convert ctxcore messages to pydantic-ai messages.
 
     Consecutive non-assistant messages that came from one ``ModelRequest`` form
@@ -295,9 +311,14 @@ def to_pydantic_ai(messages: Iterable[Message]) -> list[ModelMessage]:
     unchanged); a message ctxcore added joins the request next to it. Each
     assistant message is one ``ModelResponse``.
 
+    ``fresh`` (a dict the caller keeps between calls) makes a message ctxcore
+    added give the same part object every time, as long as it reads the same;
+    it is updated to hold only the messages of this call.
+
     Raises:
         ValueError: a message cannot be represented (a file block with only a file id).
     """
+    used: FreshParts | None = {} if fresh is not None else None
     out: list[ModelMessage] = []
     group: list[Message] = []
     group_source: Any = None
@@ -306,18 +327,21 @@ def to_pydantic_ai(messages: Iterable[Message]) -> list[ModelMessage]:
         source = origin.message if isinstance(origin, PydanticAIOrigin) else None
         if message.role == "assistant":
             if group:
-                out.append(_flush(group))
+                out.append(_flush(group, fresh, used))
                 group, group_source = [], None
             same = unchanged(message)
             out.append(same.message if same is not None and isinstance(same.message, ModelResponse) else _new_response(
                 message, origin if isinstance(origin, PydanticAIOrigin) else None))
             continue
         if group and source is not None and group_source is not None and source is not group_source:
-            out.append(_flush(group))
+            out.append(_flush(group, fresh, used))
             group, group_source = [], None
         group.append(message)
         if group_source is None:
             group_source = source
     if group:
-        out.append(_flush(group))
+        out.append(_flush(group, fresh, used))
+    if fresh is not None and used is not None:
+        fresh.clear()
+        fresh.update(used)
     return out

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import InstructionPart, ModelMessage
+from pydantic_ai.messages import InstructionPart, ModelMessage, repair_messages
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext, ToolDefinition
 
 from ctxcore import BudgetExceeded, BuildReport, BuiltContext, ContextBuilder, Message, Pipeline
 from ctxcore_pydantic_ai.cache import ConversionCache
-from ctxcore_pydantic_ai.convert import to_pydantic_ai
+from ctxcore_pydantic_ai.convert import FreshParts, to_pydantic_ai
 from ctxcore_pydantic_ai.errors import ContextBudgetExceeded
 
 __all__ = ["AsyncContextProcessor", "ContextCapability", "ContextProcessor", "RuntimeSource"]
@@ -58,6 +58,9 @@ class _Adapter:
         self.report_attribute = report_attribute
         self.max_conversations = max_conversations
         self.last_built: BuiltContext | None = None
+        #: the pydantic-ai messages of the last build (what the model was sent).
+        self.last_messages: list[ModelMessage] | None = None
+        self._fresh: FreshParts = {}
         self._caches: OrderedDict[str | None, ConversionCache] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -95,7 +98,12 @@ class _Adapter:
         if self.report_attribute is not None and ctx is not None and ctx.deps is not None:
             setattr(ctx.deps, self.report_attribute, built.report)
         window = [m for m in built.messages if not m.metadata.get(INSTRUCTIONS_FLAG)]
-        return to_pydantic_ai(window)
+        with self._lock:
+            converted = to_pydantic_ai(window, fresh=self._fresh)
+        # pydantic-ai's own normalization (adjacent requests merged, tool results first), which it
+        # applies again before the model call: done here, last_messages is what the model receives.
+        self.last_messages = repair_messages(converted, repair_last_response=True)
+        return list(self.last_messages)
 
     def build(self, ctx: RunContext[Any] | None, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
         state, runtime = self.prepare(ctx, messages)
@@ -186,6 +194,11 @@ class ContextCapability(AbstractCapability[Any]):
     def last_built(self) -> BuiltContext | None:
         """The last build: its messages (ctxcore's view of the request), tools and report."""
         return self.adapter.last_built
+
+    @property
+    def last_messages(self) -> list[ModelMessage] | None:
+        """The pydantic-ai messages the model was sent by the last build."""
+        return self.adapter.last_messages
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
