@@ -1,13 +1,16 @@
 """The per-message conversion cache: each pydantic-ai message is converted to ctxcore once.
 
 A next turn then converts only the messages it has not seen. An entry is
-reused when the history holds the same ``ModelMessage`` object, holding the
-same part objects, each with the same field values (a shallow snapshot of each
-part's fields, compared at C level). Not noticed: an in-place change *inside*
-a field's value, such as appending to a ``UserPromptPart``'s content list or
-editing a ``ToolCallPart``'s ``args`` dict; replace the part (or the message)
-instead, as pydantic-ai itself does. Entries of messages no longer in the
-history are dropped on every call, so memory follows the current history.
+reused when the history holds the same ``ModelMessage`` object with the same
+``parts`` list holding the same part objects; for the newest :data:`GUARD`
+messages each part's fields are also compared with a shallow snapshot (at C
+level), so a field reassigned there (``part.content = ...``, a streamed or
+retried answer) is converted again. Not noticed: a field reassigned on a part
+of an older message, and an in-place change *inside* a field's value
+(appending to a content list, editing an ``args`` dict); replace the part or
+the message instead, as pydantic-ai itself does. This is the rule ctxcore's
+``history`` provider keeps for its own items. Entries of messages no longer in
+the history are dropped on every call, so memory follows the current history.
 """
 
 from __future__ import annotations
@@ -20,22 +23,18 @@ from pydantic_ai.messages import ModelMessage
 from ctxcore import Message
 from ctxcore_pydantic_ai.convert import convert_model_message
 
-__all__ = ["ConversionCache"]
+__all__ = ["ConversionCache", "GUARD"]
+
+#: how many of the newest messages also have each part's fields compared with a snapshot.
+GUARD = 8
 
 
-def _guard(message: Any) -> tuple[Any, ...]:
+_Entry = tuple[ModelMessage, Any, tuple[Any, ...], list[dict[str, Any]], tuple[Message, ...]]
+
+
+def _entry(message: Any) -> _Entry:
     parts = message.parts
-    return (parts, tuple(parts), tuple([dict(vars(p)) for p in parts]))
-
-
-def _same(message: Any, guard: tuple[Any, ...]) -> bool:
-    parts = message.parts
-    if parts is not guard[0] or len(parts) != len(guard[1]):
-        return False
-    for part, old, snapshot in zip(parts, guard[1], guard[2], strict=True):
-        if part is not old or vars(part) != snapshot:
-            return False
-    return True
+    return (message, parts, tuple(parts), [dict(vars(p)) for p in parts], convert_model_message(message))
 
 
 class ConversionCache:
@@ -45,7 +44,7 @@ class ConversionCache:
     """
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[ModelMessage, tuple[Any, ...], tuple[Message, ...]]] = {}
+        self._entries: dict[int, _Entry] = {}
         self.hits = 0
         self.misses = 0
 
@@ -54,19 +53,25 @@ class ConversionCache:
 
     def convert(self, messages: Sequence[ModelMessage]) -> list[Message]:
         """The ctxcore messages of ``messages``, in order (see :func:`ctxcore_pydantic_ai.from_pydantic_ai`)."""
-        entries = self._entries
-        kept: dict[int, tuple[ModelMessage, tuple[Any, ...], tuple[Message, ...]]] = {}
+        get = self._entries.get
+        kept: dict[int, _Entry] = {}
         out: list[Message] = []
+        extend = out.extend
         hits = 0
-        for message in messages:
+        deep_from = len(messages) - GUARD
+        for position, message in enumerate(messages):
             key = id(message)
-            entry = entries.get(key)
-            if entry is not None and entry[0] is message and _same(message, entry[1]):
+            entry = get(key)
+            # the guard: the same message holding the same parts list with the same part objects;
+            # for the newest GUARD messages also each part's fields as they were (C-level compares)
+            if (entry is not None and entry[0] is message and entry[1] is message.parts
+                    and tuple(message.parts) == entry[2]  # compares by identity first
+                    and (position < deep_from or list(map(vars, message.parts)) == entry[3])):
                 hits += 1
             else:
-                entry = (message, _guard(message), convert_model_message(message))
+                entry = _entry(message)
             kept[key] = entry
-            out.extend(entry[2])
+            extend(entry[4])
         self._entries = kept
         self.hits, self.misses = hits, len(messages) - hits
         return out

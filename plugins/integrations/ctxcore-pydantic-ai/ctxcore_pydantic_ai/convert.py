@@ -210,7 +210,8 @@ def _new_request_part(message: Message, origin: PydanticAIOrigin | None) -> Any:
     keeping its timestamp.
     """
     old = origin.part if origin is not None else None
-    stamp = {"timestamp": old.timestamp} if getattr(old, "timestamp", None) is not None else {}
+    timestamp = getattr(old, "timestamp", None)
+    stamp = {"timestamp": timestamp} if timestamp is not None else {}
     if message.role == "system":
         if isinstance(old, SystemPromptPart):
             return dataclasses.replace(old, content=_text(message))
@@ -280,18 +281,31 @@ def _fresh_part(message: Message, fresh: FreshParts | None, used: FreshParts | N
     return _new_request_part(message, None)
 
 
+def _intact(group: list[Message]) -> ModelRequest | None:
+    """The original request when ``group`` is all of its parts, in order, as converted (the common case, kept lean)."""
+    origin = group[0].metadata.get(METADATA_KEY)
+    if not isinstance(origin, PydanticAIOrigin):
+        return None
+    original = origin.message
+    if not isinstance(original, ModelRequest) or len(group) != len(original.parts):
+        return None
+    for i, m in enumerate(group):
+        o = m.metadata.get(METADATA_KEY)
+        if (not isinstance(o, PydanticAIOrigin) or o.message is not original or o.index != i
+                or o.view != (m.role, m.content, m.tool_call_id, m.tool_calls)):
+            return None
+    return original
+
+
 def _flush(group: list[Message], fresh: FreshParts | None = None, used: FreshParts | None = None) -> ModelRequest:
+    intact = _intact(group)
+    if intact is not None:
+        return intact
     origins = [m.metadata.get(METADATA_KEY) for m in group]
     original = next((o.message for o in origins if isinstance(o, PydanticAIOrigin)), None)
-    kept = [unchanged(m) for m in group]
-    if (
-        isinstance(original, ModelRequest)
-        and len(group) == len(original.parts)
-        and all(o is not None and o.message is original and o.index == i for i, o in enumerate(kept))
-    ):
-        return original
     parts = []
-    for message, origin, same in zip(group, origins, kept, strict=True):
+    for message, origin in zip(group, origins, strict=True):
+        same = unchanged(message)
         if same is not None:
             parts.append(same.part)
         elif isinstance(origin, PydanticAIOrigin):
@@ -303,7 +317,16 @@ def _flush(group: list[Message], fresh: FreshParts | None = None, used: FreshPar
     return ModelRequest(parts=parts)
 
 
-def to_pydantic_ai(messages: Iterable[Message], *, fresh: FreshParts | None = None) -> list[ModelMessage]:
+def _append_request(out: list[ModelMessage], request: ModelRequest, merge: bool) -> None:
+    last = out[-1] if merge and out else None
+    if isinstance(last, ModelRequest):  # pydantic-ai's own rule: adjacent requests are one turn
+        out[-1] = dataclasses.replace(last, parts=[*last.parts, *request.parts],
+                                      instructions=last.instructions or request.instructions)
+    else:
+        out.append(request)
+
+
+def to_pydantic_ai(messages: Iterable[Message], *, fresh: FreshParts | None = None, merge: bool = False) -> list[ModelMessage]:
     """Convert ctxcore messages to pydantic-ai messages.
 
     Consecutive non-assistant messages that came from one ``ModelRequest`` form
@@ -313,7 +336,9 @@ def to_pydantic_ai(messages: Iterable[Message], *, fresh: FreshParts | None = No
 
     ``fresh`` (a dict the caller keeps between calls) makes a message ctxcore
     added give the same part object every time, as long as it reads the same;
-    it is updated to hold only the messages of this call.
+    it is updated to hold only the messages of this call. ``merge`` joins
+    adjacent requests into one, as pydantic-ai does before every model call
+    (the adapter's window; not for a lossless round trip, which keeps them apart).
 
     Raises:
         ValueError: a message cannot be represented (a file block with only a file id).
@@ -327,20 +352,22 @@ def to_pydantic_ai(messages: Iterable[Message], *, fresh: FreshParts | None = No
         source = origin.message if isinstance(origin, PydanticAIOrigin) else None
         if message.role == "assistant":
             if group:
-                out.append(_flush(group, fresh, used))
+                _append_request(out, _flush(group, fresh, used), merge)
                 group, group_source = [], None
-            same = unchanged(message)
-            out.append(same.message if same is not None and isinstance(same.message, ModelResponse) else _new_response(
-                message, origin if isinstance(origin, PydanticAIOrigin) else None))
+            if isinstance(origin, PydanticAIOrigin) and isinstance(source, ModelResponse) and origin.view == (
+                    message.role, message.content, message.tool_call_id, message.tool_calls):
+                out.append(source)
+            else:
+                out.append(_new_response(message, origin if isinstance(origin, PydanticAIOrigin) else None))
             continue
         if group and source is not None and group_source is not None and source is not group_source:
-            out.append(_flush(group, fresh, used))
+            _append_request(out, _flush(group, fresh, used), merge)
             group, group_source = [], None
         group.append(message)
         if group_source is None:
             group_source = source
     if group:
-        out.append(_flush(group, fresh, used))
+        _append_request(out, _flush(group, fresh, used), merge)
     if fresh is not None and used is not None:
         fresh.clear()
         fresh.update(used)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import InstructionPart, ModelMessage, repair_messages
+from pydantic_ai.messages import InstructionPart, ModelMessage
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext, ToolDefinition
 
@@ -99,10 +99,9 @@ class _Adapter:
             setattr(ctx.deps, self.report_attribute, built.report)
         window = [m for m in built.messages if not m.metadata.get(INSTRUCTIONS_FLAG)]
         with self._lock:
-            converted = to_pydantic_ai(window, fresh=self._fresh)
-        # pydantic-ai's own normalization (adjacent requests merged, tool results first), which it
-        # applies again before the model call: done here, last_messages is what the model receives.
-        self.last_messages = repair_messages(converted, repair_last_response=True)
+            # adjacent requests merged as pydantic-ai's normalization before the model call would, so
+            # last_messages is what the model receives (the normalization then changes nothing)
+            self.last_messages = to_pydantic_ai(window, fresh=self._fresh, merge=True)
         return list(self.last_messages)
 
     def build(self, ctx: RunContext[Any] | None, messages: Sequence[ModelMessage]) -> list[ModelMessage]:

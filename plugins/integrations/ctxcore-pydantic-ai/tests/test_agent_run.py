@@ -12,6 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from ctxcore_counters.encodings import load_encoding
+from ctxcore_pydantic_ai import (
+    AsyncContextProcessor,
+    ContextBudgetExceeded,
+    ContextCapability,
+    ContextProcessor,
+    from_pydantic_ai,
+    to_pydantic_ai,
+)
+from ctxcore_pydantic_ai.processor import INSTRUCTIONS_FLAG
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
@@ -28,16 +38,6 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from ctxcore import BudgetExceeded, Pipeline, check_tool_pairing
-from ctxcore_counters.encodings import load_encoding
-from ctxcore_pydantic_ai import (
-    AsyncContextProcessor,
-    ContextBudgetExceeded,
-    ContextCapability,
-    ContextProcessor,
-    from_pydantic_ai,
-    to_pydantic_ai,
-)
-from ctxcore_pydantic_ai.processor import INSTRUCTIONS_FLAG
 
 PIPELINE = """
 version: 1
@@ -116,7 +116,8 @@ class ScriptedModel:
         assert built is not None
         window = [m for m in built.messages if not m.metadata.get(INSTRUCTIONS_FLAG)]
         assert messages == self.capability.last_messages  # exactly what the adapter made of the build
-        assert messages == repair_messages(to_pydantic_ai(window, fresh=dict(self.capability.adapter._fresh)), repair_last_response=True)
+        assert repair_messages(messages, repair_last_response=True) == messages  # already in pydantic-ai's normal form
+        assert messages == to_pydantic_ai(window, fresh=dict(self.capability.adapter._fresh), merge=True)
         received = from_pydantic_ai(messages)
         assert [(m.role, m.text, m.tool_call_id, m.tool_call_ids) for m in received] == [
             (m.role, m.text, m.tool_call_id, m.tool_call_ids) for m in window]

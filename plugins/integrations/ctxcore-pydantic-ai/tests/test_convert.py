@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from ctxcore_pydantic_ai import METADATA_KEY, from_pydantic_ai, to_pydantic_ai
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import (
@@ -33,7 +34,6 @@ from pydantic_ai.messages import (
 )
 
 from ctxcore import Message, ToolCall, check_tool_pairing
-from ctxcore_pydantic_ai import METADATA_KEY, from_pydantic_ai, to_pydantic_ai
 
 EXAMPLES = 2000 if os.environ.get("CTXCORE_THOROUGH") == "1" else 60
 PROFILE = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
