@@ -73,13 +73,24 @@ class PydanticAIOrigin:
     given back as the original part.
     """
 
-    __slots__ = ("message", "index", "part", "view")
+    __slots__ = ("message", "index", "part", "view", "seen")
 
     def __init__(self, message: ModelMessage, index: int, part: Any, view: _View) -> None:
         self.message = message
         self.index = index
         self.part = part
         self.view = view
+        #: the last message object found to read as converted (a next build skips comparing it again)
+        self.seen: Message | None = None
+
+    def reads_as_converted(self, message: Message) -> bool:
+        """Whether ``message`` reads (role, content, tool ids) as the converted message did."""
+        if self.seen is message:
+            return True
+        if self.view == (message.role, message.content, message.tool_call_id, message.tool_calls):
+            self.seen = message  # messages are immutable: the same object reads the same next time
+            return True
+        return False
 
     def __repr__(self) -> str:
         kind = type(self.part).__name__ if self.part is not None else "ModelResponse"
@@ -95,7 +106,7 @@ def unchanged(message: Message) -> PydanticAIOrigin | None:
     origin = message.metadata.get(METADATA_KEY)
     if not isinstance(origin, PydanticAIOrigin):
         return None
-    return origin if _view(message) == origin.view else None
+    return origin if origin.reads_as_converted(message) else None
 
 
 # ------------------------------------------------------------------ pydantic-ai -> ctxcore
@@ -291,8 +302,7 @@ def _intact(group: list[Message]) -> ModelRequest | None:
         return None
     for i, m in enumerate(group):
         o = m.metadata.get(METADATA_KEY)
-        if (not isinstance(o, PydanticAIOrigin) or o.message is not original or o.index != i
-                or o.view != (m.role, m.content, m.tool_call_id, m.tool_calls)):
+        if not isinstance(o, PydanticAIOrigin) or o.message is not original or o.index != i or not o.reads_as_converted(m):
             return None
     return original
 
@@ -354,8 +364,7 @@ def to_pydantic_ai(messages: Iterable[Message], *, fresh: FreshParts | None = No
             if group:
                 _append_request(out, _flush(group, fresh, used), merge)
                 group, group_source = [], None
-            if isinstance(origin, PydanticAIOrigin) and isinstance(source, ModelResponse) and origin.view == (
-                    message.role, message.content, message.tool_call_id, message.tool_calls):
+            if isinstance(source, ModelResponse) and origin.reads_as_converted(message):  # type: ignore[union-attr]
                 out.append(source)
             else:
                 out.append(_new_response(message, origin if isinstance(origin, PydanticAIOrigin) else None))
@@ -363,6 +372,10 @@ def to_pydantic_ai(messages: Iterable[Message], *, fresh: FreshParts | None = No
         if group and source is not None and group_source is not None and source is not group_source:
             _append_request(out, _flush(group, fresh, used), merge)
             group, group_source = [], None
+        if (not group and isinstance(source, ModelRequest) and len(source.parts) == 1
+                and origin.reads_as_converted(message)):  # type: ignore[union-attr]
+            _append_request(out, source, merge)  # the common case: a one-part request, as it was
+            continue
         group.append(message)
         if group_source is None:
             group_source = source
