@@ -216,9 +216,10 @@ def _new_request_part(message: Message, origin: PydanticAIOrigin | None) -> Any:
     """A request part for a message ctxcore added or changed.
 
     A changed part keeps its type and other fields where its content is what
-    the model reads (system and user prompts, tool returns, a retry naming a
-    tool); a changed retry feedback becomes a user prompt with the new text,
-    keeping its timestamp.
+    the model reads (system and user prompts, tool returns); a changed legacy
+    ``RetryPromptPart`` naming a tool becomes the ``ToolReturnPart`` with
+    ``outcome="retried"`` that pydantic-ai 2.x uses instead, and a changed retry
+    feedback a user prompt with the new text, both keeping their timestamp.
     """
     old = origin.part if origin is not None else None
     timestamp = getattr(old, "timestamp", None)
@@ -232,7 +233,11 @@ def _new_request_part(message: Message, origin: PydanticAIOrigin | None) -> Any:
         value: Any = "" if content is None else content if isinstance(content, str) else [_user_item(b) for b in content]
         return dataclasses.replace(old, content=value) if isinstance(old, UserPromptPart) else UserPromptPart(value, **stamp)
     if message.role == "tool":
-        if isinstance(old, BaseToolReturnPart | RetryPromptPart) and old.tool_call_id == message.tool_call_id:
+        if isinstance(old, RetryPromptPart) and old.tool_call_id == message.tool_call_id:
+            # the deprecated part's replacement (pydantic-ai 2.x): a retried return answering the call
+            return ToolReturnPart(tool_name=old.tool_name or message.name or "", content=_text(message),
+                                  tool_call_id=old.tool_call_id, outcome="retried", timestamp=old.timestamp)
+        if isinstance(old, BaseToolReturnPart) and old.tool_call_id == message.tool_call_id:
             return dataclasses.replace(old, content=_text(message))
         return ToolReturnPart(tool_name=message.name or "", content=_text(message), tool_call_id=message.tool_call_id or "", **stamp)
     raise ValueError(f"an {message.role} message is not a request part")
