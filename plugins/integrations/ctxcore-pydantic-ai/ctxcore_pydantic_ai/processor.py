@@ -61,6 +61,7 @@ class _Adapter:
         #: the pydantic-ai messages of the last build (what the model was sent).
         self.last_messages: list[ModelMessage] | None = None
         self._fresh: FreshParts = {}
+        self._marker: Message | None = None
         self._caches: OrderedDict[str | None, ConversionCache] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -84,7 +85,9 @@ class _Adapter:
         cache = self.cache_for(getattr(ctx, "conversation_id", None))
         converted = cache.convert(messages)
         if instructions:
-            marker = Message(role="system", content=instructions, metadata={INSTRUCTIONS_FLAG: True})
+            marker = self._marker
+            if marker is None or marker.content != instructions:  # one object while they stay the same
+                marker = self._marker = Message(role="system", content=instructions, metadata={INSTRUCTIONS_FLAG: True})
             converted = [marker, *converted]
         state: dict[str, Any] = {self.state_key: converted}
         if tools:
@@ -96,7 +99,13 @@ class _Adapter:
         """The window as pydantic-ai messages; the report published."""
         self.last_built = built
         if self.report_attribute is not None and ctx is not None and ctx.deps is not None:
-            setattr(ctx.deps, self.report_attribute, built.report)
+            try:
+                setattr(ctx.deps, self.report_attribute, built.report)
+            except (AttributeError, TypeError) as exc:  # frozen dataclass, slots, a built-in
+                raise TypeError(
+                    f"report_attribute={self.report_attribute!r}: cannot set it on the run's deps "
+                    f"({type(ctx.deps).__name__}: {exc}); give the deps class that attribute, or drop "
+                    "report_attribute and read the processor's last_report") from exc
         window = [m for m in built.messages if not m.metadata.get(INSTRUCTIONS_FLAG)]
         with self._lock:
             # adjacent requests merged as pydantic-ai's normalization before the model call would, so

@@ -225,3 +225,18 @@ class TestConversionCache:
         out = processor.build(None, history)
         assert from_pydantic_ai(out)[0].text == "replaced"
         assert processor.cache_for(None).misses == 1
+
+
+class TestReportOnDeps:
+    def test_deps_that_refuse_the_attribute_get_a_clear_error(self) -> None:
+        """report_attribute on frozen deps fails naming the attribute and the fix, not with a bare FrozenInstanceError."""
+
+        @dataclass(frozen=True)
+        class Frozen:
+            user: str = "ann"
+
+        capability = ContextCapability(Pipeline.from_string(PIPELINE), report_attribute="report")
+        agent = Agent(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart("hi")])), deps_type=Frozen,
+                      capabilities=[capability])
+        with pytest.raises(TypeError, match="report_attribute='report'.*last_report"):
+            agent.run_sync("hello", deps=Frozen())
