@@ -1,0 +1,213 @@
+"""The converters against pydantic-ai's real message classes: lossless round trips (hypothesis).
+
+The quick profile runs 60 examples per property, ``CTXCORE_THOROUGH=1`` 2,000.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from ctxcore_pydantic_ai import METADATA_KEY, from_pydantic_ai, to_pydantic_ai
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic_ai.messages import (
+    BinaryContent,
+    CachePoint,
+    DocumentUrl,
+    ImageUrl,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryFeedbackPart,
+    RetryInfo,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from ctxcore import Message, ToolCall, check_tool_pairing
+
+EXAMPLES = 2000 if os.environ.get("CTXCORE_THOROUGH") == "1" else 60
+PROFILE = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+ids = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=12)
+names = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True)
+stamps = st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(timezone.utc))
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3), max_leaves=6)
+user_items = st.one_of(
+    texts,
+    st.builds(lambda u: ImageUrl(url=u), st.from_regex(r"https://example\.org/[a-z]{1,8}\.png", fullmatch=True)),
+    st.builds(lambda d, m: BinaryContent(data=d, media_type=m), st.binary(min_size=1, max_size=16),
+              st.sampled_from(["image/png", "application/pdf"])),
+    st.builds(lambda u: DocumentUrl(url=u), st.from_regex(r"https://example\.org/[a-z]{1,8}\.pdf", fullmatch=True)),
+    st.just(CachePoint()),
+)
+system_parts = st.builds(lambda c, t, r: SystemPromptPart(c, timestamp=t, dynamic_ref=r), texts, stamps, st.none() | names)
+user_parts = st.builds(lambda c, t: UserPromptPart(c, timestamp=t), texts | st.lists(user_items, min_size=1, max_size=4), stamps)
+feedback_parts = st.builds(lambda c, cause, t: RetryFeedbackPart(c, retry=RetryInfo(cause), timestamp=t),
+                           texts, st.sampled_from(["model_retry", "validation_error", "no_output"]), stamps)
+
+
+@st.composite
+def tool_exchange(draw: Any) -> tuple[ModelResponse, list[Any]]:
+    """A response with 0..3 tool calls (text and thinking around them) and the parts answering every call."""
+    calls = [
+        ToolCallPart(tool_name=draw(names), tool_call_id=f"call_{i}_{draw(ids)}",
+                     args=draw(st.none() | st.dictionaries(names, json_values, max_size=3) | st.just('{"q": "é"}')))
+        for i in range(draw(st.integers(0, 3)))
+    ]
+    extra = draw(st.lists(st.one_of(
+        st.builds(lambda c: TextPart(c), texts),
+        st.builds(lambda c, s: ThinkingPart(c, signature=s), texts, st.none() | ids)), max_size=3))
+    parts = draw(st.permutations([*calls, *extra]))
+    response = ModelResponse(parts=parts, timestamp=draw(stamps), model_name=draw(st.none() | names),
+                             provider_response_id=draw(st.none() | ids))
+    answers: list[Any] = []
+    for call in calls:
+        if draw(st.booleans()):
+            answers.append(ToolReturnPart(tool_name=call.tool_name, content=draw(json_values), tool_call_id=call.tool_call_id,
+                                          timestamp=draw(stamps)))
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the legacy part still exists in histories users built
+                answers.append(RetryPromptPart(content=draw(texts), tool_name=call.tool_name, tool_call_id=call.tool_call_id,
+                                               timestamp=draw(stamps)))
+    return response, answers
+
+
+@st.composite
+def histories(draw: Any) -> list[ModelMessage]:
+    """A legal pydantic-ai history: requests of system/user/feedback parts, responses whose calls are answered next."""
+    first = draw(st.lists(st.one_of(system_parts, user_parts), min_size=1, max_size=3))
+    out: list[ModelMessage] = [ModelRequest(parts=first, instructions=draw(st.none() | texts), timestamp=draw(stamps))]
+    for _ in range(draw(st.integers(0, 4))):
+        response, answers = draw(tool_exchange())
+        out.append(response)
+        tail = draw(st.lists(st.one_of(user_parts, feedback_parts), max_size=2))
+        if answers or tail:
+            out.append(ModelRequest(parts=[*answers, *tail], run_id=draw(st.none() | ids)))
+        else:
+            out.append(ModelRequest(parts=[draw(user_parts)]))
+    return out
+
+
+def _view(messages: list[Message]) -> list[tuple[Any, ...]]:
+    """What the model reads; arguments as parsed JSON (pydantic-ai sends them re-serialized, without spaces)."""
+    return [(m.role, m.content, m.tool_call_id, [(c.id, c.name, c.parsed_arguments()) for c in m.tool_calls]) for m in messages]
+
+
+class TestRoundTrip:
+    @PROFILE
+    @given(histories())
+    def test_pydantic_ai_to_ctxcore_and_back_is_exact(self, history: list[ModelMessage]) -> None:
+        """Every generated history comes back equal, message for message, as the very objects given."""
+        back = to_pydantic_ai(from_pydantic_ai(history))
+        assert back == history
+        assert all(a is b for a, b in zip(back, history, strict=True))
+
+    @PROFILE
+    @given(histories())
+    def test_ctxcore_view_is_what_the_model_reads(self, history: list[ModelMessage]) -> None:
+        """One message per request part and per response; calls and their answers keep their ids; the view is legal."""
+        converted = from_pydantic_ai(history)
+        expected = sum(len(m.parts) if isinstance(m, ModelRequest) else 1 for m in history)
+        assert len(converted) == expected
+        check_tool_pairing(converted)  # raises on a dangling call or result
+        for message, origin in ((m, m.metadata[METADATA_KEY]) for m in converted):
+            part = origin.part
+            if isinstance(part, SystemPromptPart):
+                assert (message.role, message.content) == ("system", part.content)
+            elif isinstance(part, ToolReturnPart):
+                assert (message.role, message.tool_call_id, message.text) == ("tool", part.tool_call_id, part.model_response_str())
+            elif isinstance(part, RetryPromptPart):
+                assert (message.role, message.tool_call_id, message.text) == ("tool", part.tool_call_id, part.model_response())
+            elif part is None:
+                response = origin.message
+                assert message.role == "assistant"
+                calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+                assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+                    (p.tool_call_id, p.tool_name, p.args_as_json_str()) for p in calls]
+                assert message.text == "\n".join(p.content for p in response.parts if isinstance(p, TextPart))
+
+    @PROFILE
+    @given(histories(), st.data())
+    def test_an_edited_message_comes_back_edited_and_nothing_else_changes(self, history: list[ModelMessage], data: Any) -> None:
+        """A filter's new text reaches pydantic-ai in that part alone; its other fields and every other part stay."""
+        converted = from_pydantic_ai(history)
+        i = data.draw(st.integers(0, len(converted) - 1))
+        target = converted[i]
+        edited = target.model_copy(update={"content": "[compressed] ü"})
+        back = to_pydantic_ai([*converted[:i], edited, *converted[i + 1:]])
+        again = from_pydantic_ai(back)
+        assert [m.text for m in again[:i] + again[i + 1:]] == [m.text for m in converted[:i] + converted[i + 1:]]
+        if target.role == "tool":  # a failed or retried return is shown to the model wrapped, as pydantic-ai sends it
+            assert "[compressed] ü" in again[i].text
+        else:
+            assert again[i].text == "[compressed] ü"
+        assert [m.tool_calls for m in again] == [m.tool_calls for m in converted]
+        changed = [j for j, (a, b) in enumerate(zip(back, history, strict=True)) if a is not b]
+        assert len(changed) == 1
+        origin = target.metadata[METADATA_KEY]
+        if origin.part is not None:
+            new_part = back[changed[0]].parts[origin.index]
+            old_part = origin.part
+            if isinstance(old_part, SystemPromptPart | UserPromptPart | ToolReturnPart):
+                assert type(new_part) is type(old_part)
+            elif isinstance(old_part, RetryPromptPart):  # its pydantic-ai 2.x replacement
+                assert isinstance(new_part, ToolReturnPart) and new_part.outcome == "retried"
+            else:  # retry feedback: the new text is what the user-role message reads
+                assert isinstance(new_part, UserPromptPart)
+            assert getattr(new_part, "timestamp", None) == getattr(old_part, "timestamp", None)
+            others = [p for j, p in enumerate(back[changed[0]].parts) if j != origin.index]
+            assert all(a is b for a, b in zip(others, [p for j, p in enumerate(origin.message.parts) if j != origin.index], strict=True))
+
+
+plain_messages = st.lists(st.one_of(
+    st.builds(lambda t: Message(role="system", content=t), texts),
+    st.builds(lambda t: Message(role="user", content=t), texts),
+), min_size=1, max_size=3)
+
+
+@st.composite
+def ctxcore_histories(draw: Any) -> list[Message]:
+    """ctxcore messages that never came from pydantic-ai (what a pipeline adds), with tool calls answered."""
+    out = list(draw(plain_messages))
+    for n in range(draw(st.integers(0, 3))):
+        calls = [ToolCall(id=f"c{n}_{k}", name=draw(names), arguments='{"a": 1}') for k in range(draw(st.integers(0, 2)))]
+        out.append(Message(role="assistant", content=draw(st.none() | texts.filter(bool)), tool_calls=tuple(calls)))
+        out += [Message(role="tool", content=draw(texts), tool_call_id=c.id, name=c.name) for c in calls]
+        out += draw(plain_messages)
+    return out
+
+
+class TestFromCtxcore:
+    @PROFILE
+    @given(ctxcore_histories())
+    def test_ctxcore_messages_survive_pydantic_ai(self, messages: list[Message]) -> None:
+        """Messages ctxcore added become pydantic-ai parts that read back as the same role, text, calls and ids."""
+        assert all(isinstance(m, ModelRequest | ModelResponse) for m in to_pydantic_ai(messages))
+        back = from_pydantic_ai(to_pydantic_ai(messages))
+        assert _view(back) == _view(messages)
+
+    def test_a_file_block_without_data_is_refused_by_name(self) -> None:
+        """A file block with only a provider file id has no pydantic-ai user content: a clear error, not a silent drop."""
+        from ctxcore import FileBlock
+
+        with pytest.raises(ValueError, match="file_id 'file-1'"):
+            to_pydantic_ai([Message(role="user", content=(FileBlock(file_id="file-1"),))])
+
+    def test_a_non_message_is_named_by_index(self) -> None:
+        """Passing something else than a pydantic-ai message names its position."""
+        with pytest.raises(ValueError, match="message 1: expected a pydantic-ai ModelRequest"):
+            from_pydantic_ai([ModelRequest(parts=[UserPromptPart("hi")]), {"role": "user"}])  # type: ignore[list-item]
