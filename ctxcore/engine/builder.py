@@ -3,7 +3,9 @@
 The builder owns the order of a build: every provider contributes messages
 (stamped with its step id as ``source``), every filter transforms the sequence,
 the output is checked for tool-call pairing, counted once through the shared
-count cache, and returned with a report of every decision.
+count cache, and returned with a report of every decision. A next turn's
+output is checked from the last one's (:mod:`ctxcore.engine.reuse`): only its
+new messages get the per-message steps.
 """
 
 from __future__ import annotations
