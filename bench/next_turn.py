@@ -1,12 +1,15 @@
 """Time (or profile) next-turn builds of bench/perf.py's pipeline, with and without a collection before each.
 
 Usage: ``.venv/bin/python bench/next_turn.py [--messages 200] [--budget 128000] [--form dict|Message]
-[--turns 60] [--profile]``.
+[--turns 60] [--profile]``, or ``--replay`` for goal 2's replay with each side's tokenization time.
 
 The goals table (bench/perf.py) times each build after ``gc.collect()``, so
 every build there runs with cold CPU caches; this script shows both figures
 for one cell (the "where the time goes" text of docs/performance.md quotes
 them), and with ``--profile`` prints cProfile's top functions of the builds.
+``--replay`` runs bench/perf.py's replay with both sides' encoder calls timed
+(the same loaded cl100k encoding): how much of each side's total is the
+tokenization of each new message, which both must do once.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -47,6 +51,36 @@ def next_turns(messages: int, budget: int, form: str, turns: int, collect: bool,
     return statistics.median(times)
 
 
+def replay_shares(turns: int) -> None:
+    """Goal 2's replay (perf.replay) beside the time of tokenizing every message of it once.
+
+    Both sides must tokenize each new message once with the same encoder; the
+    replay's texts are encoded once more, alone, to give that shared floor
+    (timing each encoder call inside the replay would add a wrapper per call).
+    """
+    dicts = coding_agent_transcript(max(4 * turns, 200), seed=0)
+    encoding = perf.encoding_of(perf.make_pipeline(8_000).builder().counter)
+    rep = perf.replay(dicts, turns, perf.Config().replay_budget, encoding)
+    texts = [t for d in dicts[:rep["final_messages"]] for t in _texts(d)]
+    started = time.perf_counter()
+    for text in texts:
+        encoding.encode_ordinary(text)
+    floor = time.perf_counter() - started
+    for side, key in (("ctxcore", "ctxcore_s"), ("LangChain", "langchain_s")):
+        print(f"{side}: {rep[key]:.3f} s in {turns} builds; tokenizing the {rep['final_messages']:,} messages once "
+              f"takes {floor:.3f} s ({floor / rep[key]:.0%} of it); the rest {rep[key] - floor:.3f} s")
+    print(f"ratio LangChain / ctxcore {rep['langchain_s'] / rep['ctxcore_s']:.2f}x; "
+          f"without the shared tokenization {(rep['langchain_s'] - floor) / (rep['ctxcore_s'] - floor):.2f}x")
+
+
+def _texts(d: dict[str, Any]) -> list[str]:
+    """The strings of one OpenAI dict a counter tokenizes (content, tool call names and arguments)."""
+    out = [d.get("content") or ""]
+    for call in d.get("tool_calls") or ():
+        out += [call["function"]["name"], call["function"]["arguments"]]
+    return [t for t in out if t]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200)
@@ -54,7 +88,11 @@ def main() -> None:
     parser.add_argument("--form", choices=perf.FORMS, default="dict")
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--profile", action="store_true", help="print cProfile's top 30 functions (no collection)")
+    parser.add_argument("--replay", action="store_true", help="goal 2's replay, with each side's tokenization time")
     args = parser.parse_args()
+    if args.replay:
+        replay_shares(perf.Config().replay_turns)
+        return
     if args.profile:
         profile = cProfile.Profile()
         next_turns(args.messages, args.budget, args.form, args.turns, False, profile)

@@ -1,6 +1,6 @@
 """Issue 16's goals: ctxcore against the best-configured peer, on the input users hold.
 
-Usage: ``make bench`` (or ``.venv/bin/python bench/perf.py [--quick] [--doc PATH] [--json PATH]``).
+Usage: ``make bench`` (or ``.venv/bin/python bench/perf.py [--quick] [--next-turn-only] [--doc PATH] [--json PATH]``).
 
 One process run, on :func:`workload.coding_agent_transcript`, every side
 counting with the same loaded cl100k_base encoding:
@@ -47,7 +47,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,7 @@ class Config:
     peer_n: int = 2_000  # nanobot's size
     llamaindex_n: int = 200  # ChatMemoryBuffer is quadratic in what it drops
     counter_speed: bool = True
+    next_turn_only: bool = False  # goals 1 and 2 only (--next-turn-only): the cells and the replay
 
     @classmethod
     def quick(cls) -> Config:
@@ -443,6 +444,8 @@ def run(config: Config, command: str = "", log: Callable[[str], None] = lambda s
                               "ctxcore_window": check, "langchain_window": lc_check})
 
     b0 = config.budgets[0]
+    if config.next_turn_only:
+        return _next_turn_results(config, command, machine, cells, encoding, log)
     log(f"cold builds at {big:,} messages")
     cold = {form: _median(ctxcore_cold(transcripts[big], config.cold_reps, b0, form)[0]) for form in FORMS}
     lc_cold_times = []
@@ -498,6 +501,25 @@ def run(config: Config, command: str = "", log: Callable[[str], None] = lambda s
     last = keep[(big, b0, "Message")]
     return Results(command, asdict(config), machine, targets, cells, peers, checks,
                    outputs={"ctxcore": list(last[2].messages), "counter": last[0].builder().counter, "encoding": encoding})
+
+
+def _next_turn_results(config: Config, command: str, machine: dict[str, Any], cells: list[dict[str, Any]], encoding: Any,
+                       log: Callable[[str], None]) -> Results:
+    """Goals 1 and 2 only (``--next-turn-only``): the next-turn cells and the replay, measured as in a full run."""
+    log(f"replay: {config.replay_turns} builds")
+    rep = replay(coding_agent_transcript(max(4 * config.replay_turns, 200), config.seed), config.replay_turns,
+                 config.replay_budget, encoding)
+    worst = min(cells, key=lambda c: c["ratio"])
+    targets = [
+        _target(1, f"next turn vs LangChain + memoized counter, worst of {len(cells)} cells "
+                   f"({worst['n']:,} messages, {worst['budget']:,} budget, {worst['form']})",
+                worst["ctxcore_s"], worst["langchain_memo_s"], "LangChain memoized", "s", ">=", 2,
+                worst["ratio"], "LangChain / ctxcore"),
+        _target(2, f"{rep['turns']}-turn replay (history to {rep['final_messages']:,} messages), dict input",
+                rep["ctxcore_s"], rep["langchain_s"], "LangChain memoized", "s", ">=", 2,
+                rep["langchain_s"] / rep["ctxcore_s"], "LangChain / ctxcore"),
+    ]
+    return Results(command, asdict(config), machine, targets, cells, [], {"replay": rep})
 
 
 def run_peers(config: Config, encoding: Any, extra: list[dict[str, Any]], log: Callable[[str], None]) -> list[dict[str, Any]]:
@@ -560,6 +582,9 @@ def render(results: Results) -> str:
     peers = markdown_table(["peer", "messages", "peer next turn", "ctxcore (dict)", "LangChain memoized", "peer window", "ctxcore window"],
                            peer_rows, "lrrrrll") if peer_rows else "(no peer installed)"
     m, c, k = results.machine, results.config, results.checks
+    if "langchain_uncached_s" not in k:  # --next-turn-only
+        return "\n".join([f"Command: `{results.command}` — {m['date']}, commit `{m['commit']}` (goals 1 and 2 only).", "",
+                          table, "", cells, "", f"- Machine: {m['cpu']}, load average {m['load_average']}."])
     unc = ", ".join(f"{_fmt(v, 's')} at {int(n):,}" for n, v in k["langchain_uncached_s"].items())
     return "\n".join([
         f"Command: `{results.command}` — {m['date']}, commit `{m['commit']}`.",
@@ -590,8 +615,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--doc", type=Path, default=None, help=f"page with the bench:{SECTION} markers (default {DOC.relative_to(ROOT)})")
     parser.add_argument("--json", type=Path, default=None, help=f"raw results (default {JSON_OUT.relative_to(ROOT)})")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--next-turn-only", action="store_true",
+                        help="goals 1 and 2 only (the next-turn cells and the replay); prints, writes nothing")
     args = parser.parse_args(argv)
     config = Config.quick() if args.quick else Config()
+    if args.next_turn_only:
+        config = replace(config, next_turn_only=True)
+        args.no_write = True
     command = "make bench" if os.environ.get("CTXCORE_BENCH_VIA_MAKE") else shlex.join(["python", "bench/perf.py", *(argv if argv is not None else sys.argv[1:])])
     write = not args.no_write
     doc = args.doc or (None if args.quick else DOC)

@@ -32,6 +32,7 @@ from ctxcore.engine.lazy import (
 )
 from ctxcore.errors import CtxError
 from ctxcore.model.messages import Message, ai, human, system, tool
+from ctxcore.render.target import TargetSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from workload import as_messages, coding_agent_transcript  # noqa: E402
@@ -330,22 +331,52 @@ def conversation_steps(draw: Any) -> list[list[Message]]:
             results = [tool(text * draw(st.integers(1, 9)), tool_call_id=i) for i in ids]
             cut = draw(st.integers(0, len(results)))
             steps.extend([[call, *results[:cut]], results[cut:]] if cut < len(results) else [[call, *results]])
+        if not draw(st.integers(0, 11)):  # a message the repair step fixes or drops once it is in the past
+            steps.append([draw(st.sampled_from(POISON))()])
     return steps
+
+
+#: past messages OpenAI cannot take: the builder's repair step drops or fixes them (render.repair).
+POISON = [
+    lambda: Message.from_openai({"role": "assistant", "content": None}),
+    lambda: Message.from_openai({"role": "user", "content": []}),
+    lambda: Message.from_openai({"role": "system", "content": None}),
+]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(steps=conversation_steps(), budget=st.integers(40, 900), dicts=st.booleans(), data=st.data())
 def test_next_turns_reuse_the_last_window_exactly(steps: list[list[Message]], budget: int, dicts: bool, data: Any) -> None:
-    """A history that only grows (the next turns of a conversation, a tool run's results in a later step):
-    every build, reusing the last build's kept window, equals a fresh builder's build."""
+    """A history that only grows (the next turns of a conversation, a tool run's results in a later step,
+    the odd message the repair step must fix once it is past): every build, reusing the last build's kept
+    window and output checks (engine.reuse), equals a fresh builder's build, under every target setting."""
     counter = TiktokenCounter("cl100k_base")
-    reused = agent_builder(counter, budget, on_overflow="warn")
+    target = data.draw(st.sampled_from(TARGETS))
+    pairing = data.draw(st.booleans())
+
+    def builder() -> ContextBuilder:
+        b = agent_builder(counter, budget, on_overflow="warn")
+        b.target, b.check_pairing = target, pairing
+        return b
+
+    reused = builder()
     history: list[Any] = []
     for step in steps:
         history.extend(m.to_openai() for m in step) if dicts else history.extend(step)
         if step[0].role != "tool" and not data.draw(st.integers(0, 3)):
             continue  # not every append is followed by a build
-        assert outcome(reused, history) == outcome(agent_builder(counter, budget, on_overflow="warn"), history)
+        assert outcome(reused, history) == outcome(builder(), history)
+
+
+TARGETS = [
+    TargetSpec(),
+    TargetSpec(),  # the default, twice as likely
+    TargetSpec(recover_user=True),
+    TargetSpec(sanitize="off"),
+    TargetSpec(legal_start=False),
+    TargetSpec(validate_request=False),
+    TargetSpec(provider="anthropic"),
+]
 
 
 class TestWindowReuse:

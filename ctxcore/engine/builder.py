@@ -3,12 +3,15 @@
 The builder owns the order of a build: every provider contributes messages
 (stamped with its step id as ``source``), every filter transforms the sequence,
 the output is checked for tool-call pairing, counted once through the shared
-count cache, and returned with a report of every decision.
+count cache, and returned with a report of every decision. A next turn's
+output is checked from the last one's (:mod:`ctxcore.engine.reuse`): only its
+new messages get the per-message steps.
 """
 
 from __future__ import annotations
 
 import asyncio
+import operator
 import re
 import time
 from collections import OrderedDict
@@ -30,6 +33,7 @@ from ctxcore.engine.lazy import (
 )
 from ctxcore.engine.protocols import TokenCounter
 from ctxcore.engine.report import BuildReport, ComponentTiming
+from ctxcore.engine.reuse import OutputMemo, Reused, shared_runs
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
 from ctxcore.model.messages import Message
 from ctxcore.model.transactions import (
@@ -204,6 +208,10 @@ class ContextBuilder:
         self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
         # provider -> {id(message): message} of output messages that passed its per-message rules
         self._valid: dict[str, dict[int, Message]] = {}
+        # the last output that every step after the filters left unchanged, with its counts (engine.reuse)
+        self._output = OutputMemo()
+        # filter step id -> a copy of its last result, which passed _check_filter_output
+        self._filter_checked: dict[str, list[Message]] = {}
         # thread id -> (system fingerprints, other fingerprints) of its last build, for cache breakpoints
         self._sent: OrderedDict[Any, tuple[tuple[str, ...], tuple[str, ...]]] = OrderedDict()
 
@@ -339,7 +347,7 @@ class ContextBuilder:
             started = time.perf_counter()
             try:
                 result = list(step.component.apply(messages, ctx))
-                _check_filter_output(result)
+                self._check_filter_result(step.id, result)
             except _PASS_THROUGH:
                 raise
             except Exception as exc:
@@ -357,6 +365,17 @@ class ContextBuilder:
             )
             messages = result
         return list(messages)
+
+    def _check_filter_result(self, step_id: str, result: list[Message]) -> None:
+        """:func:`_check_filter_output` on the messages of ``result`` not in the step's last (checked) result.
+
+        The shared runs are found by pointer (:func:`~ctxcore.engine.reuse.shared_runs`);
+        a copy of the result is kept, so a later step mutating the list cannot change what was checked.
+        """
+        previous = self._filter_checked.pop(step_id, None)
+        tail = shared_runs(previous, result)[1] if previous else 0
+        _check_filter_output(result, tail)
+        self._filter_checked[step_id] = result.copy()
 
     def _tools(self, state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         tools = list(self.tools)
@@ -406,7 +425,10 @@ class ContextBuilder:
         self._legality.save(structure, (pending,))
         return pending == frozenset()
 
-    def _legal_start(self, messages: list[Message], history: Sequence[Message], tool_tokens: int, report: BuildReport) -> list[Message]:
+    def _legal_start(
+        self, messages: list[Message], history: Sequence[Message], tool_tokens: int, report: BuildReport
+    ) -> tuple[list[Message], bool]:
+        """The output with a legal start, and whether an earlier user message was recovered into it."""
         budget = self.budget.max_input_tokens if self.budget else None
 
         def fits(m: Message) -> bool:  # only called when a recovery is possible
@@ -423,7 +445,7 @@ class ContextBuilder:
             text = " ".join(result.recovered.text.split())
             text = text if len(text) <= 60 else text[:59] + "…"
             report.notes.append(f"legal_start recovered the earlier user message {text!r} so the request starts with the user")
-        return result.messages
+        return result.messages, result.recovered is not None
 
     def _finish(
         self, messages: MessageChain, state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
@@ -442,24 +464,88 @@ class ContextBuilder:
                 )
         sanitized = self._sanitize(messages, report)
         output = self._run_filters(sanitized, runtime, report, budget)
-        if self.target.sanitize != "off":
-            output = self._repair_past(output, report)
-        if self.target.legal_start:
-            output = self._legal_start(output, sanitized, tool_tokens, report)
-        return self._checked(output, origin, tool_tokens, report, tuple(tools), runtime.get("thread_id"))
+        key = self._reuse_key()
+        reused = self._reuse_output(output, key) if key is not None else None
+        if reused is not None:
+            if reused.dropped:
+                report.record_dropped(reused.dropped, by="legal_start")
+            output = reused.messages
+            tokens = reused.shared_counts + self.counter.count_each(output[reused.tail:])
+            self.counter.hits += reused.tail  # as count_each would have answered them
+            self._output.save(output, tokens, key)
+        else:
+            repaired = self._repair_past(output, report) if self.target.sanitize != "off" else output
+            clean = len(repaired) == len(output) and all(map(operator.is_, repaired, output))
+            output = repaired
+            if self.target.legal_start:
+                output, recovered = self._legal_start(output, sanitized, tool_tokens, report)
+                clean = clean and not recovered
+            tokens = self._validated_counts(output, report)
+            if key is not None and clean:  # every past message sendable as it is: the next build may reuse it
+                self._output.save(output, tokens, key)
+            else:
+                self._output.forget()
+        return self._checked(output, tokens, origin, tool_tokens, report, tuple(tools), runtime.get("thread_id"))
 
-    def _checked(
-        self, messages: list[Message], origin: MessageChain, tool_tokens: int, report: BuildReport,
-        tools: tuple[Mapping[str, Any], ...] = (), thread: Any = None,
-    ) -> BuiltContext:
-        """Validate, count and record the output; notify observers."""
+    def _reuse_key(self) -> tuple[Any, ...] | None:
+        """The settings an :class:`~ctxcore.engine.reuse.OutputMemo` holds for, or ``None`` when it cannot be used.
+
+        The memo needs an output that passed the pairing walk: OpenAI validation
+        or the plain pairing check (Anthropic's validation has rules across
+        messages the memo does not track).
+        """
+        t = self.target
+        if t.validate_request and t.provider != "openai":
+            return None
+        if not t.validate_request and not self.check_pairing:
+            return None
+        return (t.provider, t.validate_request, t.sanitize, t.legal_start, t.recover_user)
+
+    def _reuse_output(self, output: list[Message], key: tuple[Any, ...]) -> Reused | None:
+        """The counts of the messages ``output`` shares with the last output, when only its new tail needed checks."""
+        provider = self.target.provider
+        valid = self._valid.setdefault(provider, {})
+        validate = self.target.validate_request
+
+        def check_new(m: Message, index: int) -> bool:
+            if not validate or valid.get(id(m)) is m:
+                return True
+            try:
+                check_openai_message(m, index)
+            except InvalidHistory:
+                return False  # the full steps raise it, with a fresh build's index and message
+            valid[id(m)] = m
+            return True
+
+        repairs = self._repairs
+
+        def repaired(m: Message) -> bool:
+            fixed, reason = repairs.get(m, provider)
+            return fixed is not m or reason is not None
+
+        result = self._output.reuse(output, key, check_new, repaired if self.target.sanitize != "off" else None,
+                                    self.target.legal_start, self.target.recover_user)
+        if result is not None:
+            repairs.forget_all_but(result.messages)
+            if len(valid) > 2 * len(result.messages) + 1024:
+                self._valid[provider] = {id(m): m for m in result.messages}
+        return result
+
+    def _validated_counts(self, messages: list[Message], report: BuildReport) -> list[int]:
+        """Validate the output for the target (or check its pairing) and count each message."""
         if self.target.validate_request:
             self._validate(messages)  # includes the pairing check
         elif self.check_pairing:
             check_tool_pairing(messages)
+        return self.counter.count_each(messages)
+
+    def _checked(
+        self, messages: list[Message], tokens: list[int], origin: MessageChain, tool_tokens: int, report: BuildReport,
+        tools: tuple[Mapping[str, Any], ...] = (), thread: Any = None,
+    ) -> BuiltContext:
+        """Check the character limit, record the counted output; notify observers."""
         if self.budget is not None and self.budget.max_input_chars is not None:
             check_input_chars(messages, self.budget.max_input_chars, report)
-        tokens = self.counter.count_each(messages)
         report.tool_tokens = tool_tokens
         report.total_tokens = sum(tokens) + self.counter.priming + tool_tokens
         if report.budget is not None and report.total_tokens > report.budget:
@@ -552,13 +638,15 @@ def _stamper(source: str) -> Callable[[Message], Message]:
     return stamp
 
 
-def _check_filter_output(result: list[Any]) -> None:
+def _check_filter_output(result: list[Any], start: int = 0) -> None:
     """Filters return Messages and never promote untrusted content to the system role.
 
     The Message validator already forbids untrusted system messages, but
-    ``model_copy`` skips validation, so the builder checks what filters return.
+    ``model_copy`` skips validation, so the builder checks what filters return
+    (from ``start``: the items before it passed this check in the last build).
     """
-    for i, m in enumerate(result):
+    for i in range(start, len(result)):
+        m = result[i]
         if not isinstance(m, Message):
             raise TypeError(f"returned item {i} is a {type(m).__name__}, not a ctxcore Message")
         if m.role == "system" and m.trust == "untrusted":

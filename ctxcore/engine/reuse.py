@@ -1,0 +1,234 @@
+"""The next build's output checked from the last one's: per-message work only for what is new.
+
+A next turn's output is usually the last output with a few messages evicted
+from the front (after the pinned system prompt) and the new messages
+appended. Everything the builder does to an output after the filters — the
+filter output check, the past-message repair (:mod:`ctxcore.render.repair`),
+the legal start, the pairing walk and OpenAI's per-message rules, the final
+count — was already done for the messages the two outputs share, and gave the
+same answer it would give now. This module finds what they share without a
+Python loop over the kept messages:
+
+- :func:`shared_runs` splits the new output into leading *runs* of the last
+  one (the same objects, in order; C-level passes over pointers: ``id``,
+  ``list.index``, ``operator.is_not``) and a new tail;
+- :class:`OutputMemo` remembers the last output that needed no change after
+  the filters (so every past message in it was decided sendable as it is and
+  the whole of it passed the pairing walk) with its token counts, and answers
+  :meth:`OutputMemo.reuse`: the new output's counts when the shared runs and
+  the tail provably pass every step unchanged, else ``None`` (the builder then
+  runs the full steps, which raise their usual errors).
+
+Why the shared runs need no new check: a message's repair decision, validity
+and count depend only on the message object (messages are immutable), except
+that the last message is never repaired (so the last output's last message is
+checked when it is no longer last) and duplicate tool results depend on their
+neighbours (a duplicate fails the pairing walk, which every run and the tail
+pass). A run that starts with a non-tool message walks exactly as it did in
+the last output; the calls open at its end are read back from the last
+output's messages just before the run's end (a short backward step over tool
+results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import compress, count, islice
+from operator import is_not
+
+from ctxcore.model.messages import Message
+
+__all__ = ["OutputMemo", "Reused", "shared_runs"]
+
+#: runs looked for before the rest counts as new (pinned prefix, window, and a spare).
+MAX_RUNS = 4
+
+
+def shared_runs(previous: list[Message], current: Sequence[Message], limit: int = MAX_RUNS) -> tuple[list[tuple[int, int]], int]:
+    """Leading runs of ``current`` that are runs of ``previous`` (same objects, increasing order), and where the rest starts.
+
+    Returns ``(runs, tail)``: ``runs`` as ``(start, end)`` slices of ``previous``
+    whose concatenation is ``current[:tail]``. Each run costs C-level passes
+    over pointers only (no message attribute is read).
+    """
+    if not previous or not current:
+        return [], 0
+    ids = list(map(id, previous))
+    runs: list[tuple[int, int]] = []
+    at, floor, n, p = 0, 0, len(current), len(previous)
+    while at < n and len(runs) < limit:
+        try:
+            j = ids.index(id(current[at]), floor)
+        except ValueError:
+            break
+        if previous[j] is not current[at]:  # pragma: no cover - ids of live objects are unique
+            break
+        m = min(n - at, p - j)
+        length = next(compress(count(), map(is_not, islice(current, at, at + m), islice(previous, j, j + m))), m)
+        runs.append((j, j + length))
+        at, floor = at + length, j + length
+    return runs, at
+
+
+def _open_calls_at(previous: list[Message], start: int, end: int) -> set[str] | None:
+    """Call ids still unanswered after ``previous[start:end]`` (a run of an output that passed the pairing walk).
+
+    ``None`` when the run starts with a tool result (its call is outside the run:
+    the full walk decides).
+    """
+    if previous[start].role == "tool":
+        return None
+    if end == len(previous):
+        return set()  # the whole output passed: nothing open at its end
+    k = end - 1
+    while previous[k].role == "tool":
+        k -= 1
+    m = previous[k]
+    if m.role != "assistant" or not m.tool_calls:
+        return set()
+    return set(m.tool_call_ids).difference(previous[i].tool_call_id for i in range(k + 1, end))
+
+
+class OutputMemo:
+    """The last build's output (unchanged by every step after the filters) and its token counts.
+
+    ``key`` is the builder's configuration the facts hold for (target,
+    pairing check, character limit); a memo with another key is not used.
+    """
+
+    __slots__ = ("messages", "tokens", "key")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.tokens: list[int] = []
+        self.key: object = None
+
+    def save(self, messages: list[Message], tokens: list[int], key: object) -> None:
+        """Remember an output that passed every step unchanged (the lists are not mutated afterwards)."""
+        self.messages, self.tokens, self.key = messages, tokens, key
+
+    def forget(self) -> None:
+        self.messages, self.tokens, self.key = [], [], None
+
+    def reuse(
+        self,
+        output: list[Message],
+        key: object,
+        check_new: Callable[[Message, int], bool],
+        repaired: Callable[[Message], bool] | None,
+        legal_start: bool,
+        recover_user: bool = False,
+    ) -> Reused | None:
+        """The final output, its counts of shared messages and where its new tail starts — or ``None``.
+
+        ``output`` is the filters' output. ``check_new(message, index)`` is true
+        when a tail message passes the per-message rules; ``repaired(message)``
+        is true when a past message would be changed or dropped by the repair
+        step (``None``: no repair step). With ``legal_start`` the leading
+        non-user messages after the system prefix are dropped as
+        :func:`~ctxcore.model.transactions.legal_start` drops them (they must be
+        sendable as they are: the repair step runs before it; with
+        ``recover_user`` such a drop is left to the full step). The tail's pairing
+        is walked here, from the calls the shared runs leave open. ``None``
+        means "run the full steps": they decide, and raise a fresh build's errors.
+        """
+        previous = self.messages
+        if key != self.key or not previous:
+            return None
+        dropped: list[Message] = []
+        if legal_start:
+            cut = _legal_cut(output)
+            if cut is None:
+                return None
+            i, j = cut
+            if j > i:
+                if recover_user:
+                    return None
+                dropped = output[i:j]
+                if repaired is not None and (any(map(repaired, dropped)) or _repeats_a_result(dropped)):
+                    return None
+                output = output[:i] + output[j:]
+        runs, tail = shared_runs(previous, output)
+        if not runs:
+            return None
+        pending: set[str] = set()
+        for a, b in runs:
+            if pending:
+                return None  # the next run starts with a non-tool message while calls are open
+            opened = _open_calls_at(previous, a, b)
+            if opened is None:
+                return None
+            pending = opened
+        if repaired is not None and runs[-1][1] == len(previous) and tail < len(output):
+            if repaired(previous[-1]):  # the last output's current turn is now a past message
+                return None
+        end = len(output) - 1
+        for index in range(tail, len(output)):
+            m = output[index]
+            if not check_new(m, index) or (repaired is not None and index != end and repaired(m)):
+                return None
+            if m.role == "tool":
+                if m.tool_call_id not in pending:
+                    return None
+                pending.discard(m.tool_call_id)
+                continue
+            if pending:
+                return None
+            if m.role == "assistant" and m.tool_calls:
+                ids = m.tool_call_ids
+                if "" in ids or len(set(ids)) != len(ids):
+                    return None
+                pending = set(ids)
+        if pending:
+            return None
+        tokens = self.tokens
+        counts: list[int] = []
+        for a, b in runs:
+            counts.extend(tokens[a:b])
+        return Reused(output, counts, tail, dropped)
+
+
+@dataclass(frozen=True, slots=True)
+class Reused:
+    """What :meth:`OutputMemo.reuse` proved: the final output, the counts of ``messages[:tail]``, the legal-start drops."""
+
+    messages: list[Message]
+    shared_counts: list[int]
+    tail: int
+    dropped: list[Message]
+
+
+def _legal_cut(messages: Sequence[Message]) -> tuple[int, int] | None:
+    """``(i, j)``: the system prefix ends at ``i``, the first user message after it is at ``j``.
+
+    ``legal_start`` drops the non-system messages of ``messages[i:j]``; ``None``
+    when that is not a plain drop (no user message, a system or protected
+    message in the way): the full step decides.
+    """
+    n = len(messages)
+    i = 0
+    while i < n and messages[i].role == "system":
+        i += 1
+    j = i
+    while j < n and messages[j].role != "user":
+        m = messages[j]
+        if m.role == "system" or m.zone == "protected":
+            return None
+        j += 1
+    if j == n and j > i:
+        return None
+    return i, j
+
+
+def _repeats_a_result(messages: Sequence[Message]) -> bool:
+    """Whether a tool result repeats one since the last assistant message (the repair step drops such a repeat)."""
+    answered: set[str] = set()
+    for m in messages:
+        if m.role == "assistant":
+            answered = set()
+        elif m.role == "tool" and m.tool_call_id is not None:
+            if m.tool_call_id in answered:
+                return True
+            answered.add(m.tool_call_id)
+    return False
