@@ -46,8 +46,12 @@ import codecs
 import functools
 import re
 import string
+from typing import TYPE_CHECKING
 
 from ctxcore_counters._cjk_common import COMMON_CJK
+
+if TYPE_CHECKING:
+    from _codecs import _EncodeCharMap
 
 __all__ = ["FEATURES", "count_features"]
 
@@ -249,7 +253,7 @@ _COMMON_CHUNK = 255  # characters one charmap encoding map can hold (byte 0 is k
 
 
 @functools.cache
-def _unit_tables() -> tuple[bytes, bytes, bytes, tuple[object, ...]]:
+def _unit_tables() -> tuple[bytes, bytes, bytes, tuple[_EncodeCharMap, ...]]:
     """Translate tables high byte -> group * span, low byte -> group, key -> kind; the charmap maps.
 
     The kind of a key is read off the per-code-point table: a key whose code points all have the same
@@ -274,8 +278,9 @@ def _unit_tables() -> tuple[bytes, bytes, bytes, tuple[object, ...]]:
              "e": _EMOJI_}
     kinds = bytearray([_IGNORED] * 256)
     for key, found in members.items():
-        if "c" in found and not found <= {"c", "r"}:
-            raise ValueError(f"key {key} mixes frequent ideographs with other kinds: {sorted(found)}")
+        if ("c" in found and not found <= {"c", "r"}) or (found & {"a", "e"} and len(found) > 1):
+            # frequent ideographs are counted by the charmap passes, surrogates only as whole pairs
+            raise ValueError(f"key {key} mixes kinds the tables cannot fall back on: {sorted(found)}")
         if found <= {"c", "r"} and "c" in found:
             kinds[key] = _IDEOGRAPH
         elif len(found) == 1 and (one := next(iter(found))) in named and one != "c":
@@ -309,7 +314,9 @@ def _non_ascii(text: str, f: list[float]) -> None:
                 for kind in _RARE_KINDS:
                     counts[kind] = rest.count(kind)
     if ideographs := counts[_IDEOGRAPH]:
-        common = sum(len(codecs.charmap_encode(text, "ignore", m)[0]) for m in maps) - len(maps) * text.count("\0")
+        common = -len(maps) * text.count("\0")  # NUL is in every map (the C map needs it at byte 0)
+        for m in maps:
+            common += len(codecs.charmap_encode(text, "ignore", m)[0])
         f[_CJK] += common
         f[_CJK_RARE] += ideographs - common
     f[_CJK_RARE] += counts[_RARE]

@@ -24,6 +24,7 @@ technical text, Python source and JSON (table in docs/counters.md).
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -77,10 +78,10 @@ def features(text: str) -> list[float]:
 
 
 def estimate(text: str, rates: Rates) -> int:
-    """The rounded-up weighted sum of ``text``'s features."""
+    """The rounded-up weighted sum of ``text``'s features (products summed in feature order)."""
     if not text:
         return 0
-    return math.ceil(sum(v * r for v, r in zip(features(text), rates.values, strict=True)))
+    return math.ceil(sum(map(operator.mul, count_features(text), rates.values)))
 
 
 class ApproximateCounter(MessageCounter):
