@@ -370,9 +370,12 @@ def count_features(text: str) -> list[float]:
             _per_code_point("".join(_NON_ASCII.findall(text)), f)
         else:
             _non_ascii(text, f)
-        flags = raw.translate(_FLAGS, _CONTINUATION)
-        if flags.count(0) * 2 > len(flags):  # mostly non-ASCII: a run of 'other' bytes counts as one
-            flags = _OTHER_RUN.sub(b"\0", flags)
+        # A run of 'other' bytes (flags 0) counts as one whatever its length: mostly multi-byte text keeps
+        # every byte and then squeezes the runs, other text deletes the continuation bytes.
+        if len(raw) >= 2 * len(text):
+            flags = _OTHER_RUN.sub(b"\0", raw.translate(_FLAGS))
+        else:
+            flags = raw.translate(_FLAGS, _CONTINUATION)
     run = _ascii(flags, f)
     if flags[-1] == _SPACE and (len(flags) == 1 or flags[-2] != _SPACE):
         f[_INDENTS] += 1  # one trailing space is a token of its own
