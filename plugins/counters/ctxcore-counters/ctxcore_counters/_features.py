@@ -3,9 +3,10 @@
 No Python loop runs per character or per piece; the whole text goes through a
 fixed number of C-level operations, each over a compact form of it.
 
-**ASCII features.** The UTF-8 bytes (continuation bytes deleted, so a non-ASCII
-character leaves one byte) go through one ``bytes.translate`` into *flag
-bytes*, one bit per property: letter, upper-case, digit, space or tab, line
+**ASCII features.** The UTF-8 bytes go through one ``bytes.translate`` into
+*flag bytes*, one bit per property (a non-ASCII character's bytes have none,
+and a run of such bytes counts as one whatever its length, so continuation
+bytes are deleted, or for mostly multi-byte text the runs squeezed): letter, upper-case, digit, space or tab, line
 break, punctuation (``+/=-_`` included), random-run character (letters, digits,
 ``+/=-_``) and lower-case. The flag bytes read as one big integer are
 transposed 8x8 bit-wise (three mask-and-shift steps), and a strided slice per
