@@ -113,17 +113,20 @@ _RUN_NEEDLE = b"x" * _RUN_MIN
 _RUN_DIGIT, _RUN_UPPER, _RUN_LOWER = (bytes([_FLAGS[ord(c)]]) for c in "0Aa")
 # 8x8 bit transpose of every 64-bit word (Hacker's Delight, transpose8): masks of the three swap steps.
 _SWAPS = ((7, 0x00AA00AA00AA00AA), (14, 0x0000CCCC0000CCCC), (28, 0x00000000F0F0F0F0))
-_mask_cache: dict[int, tuple[int, ...]] = {}
+_MASK_BYTES = 1 << 16  # masks this long are kept (3 x 64 KiB); a longer text builds its own, also O(length)
+
+
+def _build_masks(size: int) -> tuple[int, ...]:
+    """The three swap masks repeated over ``size`` bytes (a multiple of 8)."""
+    return tuple(int.from_bytes(mask.to_bytes(8, "little") * (size // 8), "little") for _, mask in _SWAPS)
+
+
+_KEPT_MASKS = _build_masks(_MASK_BYTES)
 
 
 def _masks(size: int) -> tuple[int, ...]:
-    """The three swap masks repeated over at least ``size`` bytes (kept per power-of-two size)."""
-    capacity = max(4096, 1 << (size - 1).bit_length())
-    masks = _mask_cache.get(capacity)
-    if masks is None:
-        masks = tuple(int.from_bytes(mask.to_bytes(8, "little") * (capacity // 8), "little") for _, mask in _SWAPS)
-        _mask_cache[capacity] = masks
-    return masks
+    """Swap masks covering at least ``size`` bytes (an and with a longer mask costs only the shorter operand)."""
+    return _KEPT_MASKS if size <= _MASK_BYTES else _build_masks(size)
 
 
 def _lanes(flags: bytes) -> list[int]:
