@@ -211,3 +211,10 @@ def test_estimate_is_the_weighted_sum() -> None:
     for family, rates in RATES.items():
         want = math.ceil(sum(v * r for v, r in zip(reference_features(text), rates.values, strict=True)))
         assert ApproximateCounter(family).count_text(text) == want
+
+
+def test_a_lone_non_ascii_space_costs_one_token() -> None:
+    """Text whose characters have no feature (non-ASCII spaces, a lone surrogate) still costs one token."""
+    for text in ("\x85", "\xa0", "\u2028", "\xa0\u2029", "\ud800"):
+        assert sum(count_features(text)) == 0
+        assert ApproximateCounter().count_text(text) == 1
