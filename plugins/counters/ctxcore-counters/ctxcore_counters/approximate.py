@@ -24,6 +24,7 @@ technical text, Python source and JSON (table in docs/counters.md).
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -77,10 +78,14 @@ def features(text: str) -> list[float]:
 
 
 def estimate(text: str, rates: Rates) -> int:
-    """The rounded-up weighted sum of ``text``'s features."""
+    """The rounded-up weighted sum of ``text``'s features (products summed in feature order), at least 1.
+
+    A non-empty text never costs nothing: a lone non-ASCII space (U+00A0, U+0085, U+2028) or lone
+    surrogate has no feature of its own, but every tokenizer gives it a token.
+    """
     if not text:
         return 0
-    return math.ceil(sum(v * r for v, r in zip(features(text), rates.values, strict=True)))
+    return max(1, math.ceil(sum(map(operator.mul, count_features(text), rates.values))))
 
 
 class ApproximateCounter(MessageCounter):
