@@ -120,3 +120,32 @@ def test_an_item_that_cannot_be_read_names_its_place(item: dict[str, Any], needl
     with pytest.raises(ValueError, match=r"state\['messages'\]\[1\]") as caught:
         read(History(), [{"role": "user", "content": "hi"}, item])
     assert needle in str(caught.value)
+
+
+def test_the_collector_paused_for_a_long_conversion_is_running_again_even_after_an_error() -> None:
+    import gc
+
+    from ctxcore_providers.history import PAUSE_GC
+
+    items: list[Any] = [{"role": "user", "content": f"m{k}"} for k in range(PAUSE_GC + 5)]
+    seen: list[bool] = []
+    real = Message.from_openai
+
+    def spy(data: Any, **kw: Any) -> Message:
+        seen.append(gc.isenabled())
+        return real(data, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Message, "from_openai", spy)
+        read(History(), items)
+        assert seen and not any(seen) and gc.isenabled()
+        items.append({"role": "bogus", "content": "x"})
+        with pytest.raises(ValueError, match=rf"\[{PAUSE_GC + 5}\]"):
+            read(History(), items)
+        assert gc.isenabled()
+        gc.disable()
+        try:  # a caller's own choice is kept
+            read(History(), items[:-1])
+            assert not gc.isenabled()
+        finally:
+            gc.enable()

@@ -38,6 +38,7 @@ constructor argument, else ``runtime["working_memory"]``) reshapes the result.
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import zlib
 from collections.abc import Mapping, Sequence
@@ -61,6 +62,8 @@ SELF_TOOL_PLAN = "self_tool_plan"
 TOOL_OBSERVATION = "tool_observation"
 # How many of the last items seen are checked for replacement and in-place edits on every build.
 GUARD = 8
+# More new items than this are converted with the cyclic garbage collector paused (see History._update).
+PAUSE_GC = 1000
 
 
 class HistoryConfig(BaseModel):
@@ -214,6 +217,24 @@ class History:
         are all still there, unchanged, at the same places).
         """
         n = len(self._seen)
+        # Converting thousands of items creates several long-lived objects each; the cyclic
+        # collector would walk the whole heap several times meanwhile (a third of a cold
+        # 20,000-message build) to find no garbage: none of them is garbage, none forms a
+        # cycle. So it waits until they are made (a caller's own gc.disable() is kept).
+        pause = (len(items) - n > PAUSE_GC or (items is not self._source and len(items) > PAUSE_GC)) and gc.isenabled()
+        if pause:
+            gc.disable()
+        try:
+            extended = self._converted(items, n)
+        finally:
+            if pause:
+                gc.enable()
+        self._source = items
+        self._guard_tail(items)
+        return extended
+
+    def _converted(self, items: Sequence[Any], n: int) -> bool:
+        """:meth:`_update`'s conversion; returns whether the stored messages only grew."""
         if n and len(items) >= n and self._grew(items, n):
             if n < len(items) and self._open is not None and _is_call(items[n]):
                 self._extend(items, self._reopen())  # a Responses call joins the parallel calls before it
@@ -224,8 +245,6 @@ class History:
         else:
             self._rebuild(items)
             extended = False
-        self._source = items
-        self._guard_tail(items)
         return extended
 
     def _extend(self, items: Sequence[Any], start: int, old: _Old | None = None) -> None:
@@ -239,10 +258,10 @@ class History:
         ``self._ends[k]`` is the length of ``raw`` after item ``k``.
         """
         raw, seen, ids = self._raw, self._seen, self._ids
-        semantic = self._semantic
         self._open = None
         n = len(items)
-        i = start
+        i = start if old is not None or self._ends is not None else self._extend_plain(items, start)
+        semantic = self._semantic
         while i < n:
             item = items[i]
             count = 1
@@ -277,6 +296,38 @@ class History:
             self._ends.extend(repeat(len(raw), count))
             i += count
         self._semantic = semantic
+
+    def _extend_plain(self, items: Sequence[Any], start: int) -> int:
+        """Convert the run of plain chat dicts from ``start`` (the usual history) in one tight loop; returns where it stopped.
+
+        Plain: a dict without a ``type`` key whose content is a string or null,
+        so it is a chat message in every API's reading (see :func:`_format`).
+        The first other item (a Message, content parts, a Responses item) ends
+        the run; the general loop of :meth:`_extend` takes over there.
+        """
+        key, raw, convert, semantic = self.state_key, self._raw, Message.from_openai, self._semantic
+        first = len(raw)
+        i, n = start, len(items)
+        try:
+            while i < n:
+                item = items[i]
+                if type(item) is not dict or "type" in item:
+                    break
+                content = item.get("content")
+                if content is not None and type(content) is not str:
+                    break
+                m = convert(item, id=_chat_id(key, i, item, content))
+                raw.append(m)
+                if not semantic:
+                    semantic = self._is_semantic(m)
+                i += 1
+        except (ValueError, KeyError, TypeError) as exc:
+            del raw[first:]
+            raise ValueError(f"state[{key!r}][{i}]: {exc}") from exc
+        self._seen.extend(items[start:i])
+        self._ids.update(map(_ID, raw[first:]))
+        self._semantic = semantic
+        return i
 
     def _reopen(self) -> int:
         """Take back the messages of the open run of Responses calls; returns the index of its first item."""
@@ -519,7 +570,11 @@ def _stable_id(key: str, index: int, item: Mapping[str, Any]) -> str:
     if "type" in item:  # a Responses item: all of it
         reading = _edges(json.dumps(item, sort_keys=True, default=str))
         return f"{key}:{index}:{zlib.crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
-    content = item.get("content")
+    return _chat_id(key, index, item, item.get("content"))
+
+
+def _chat_id(key: str, index: int, item: Mapping[str, Any], content: Any) -> str:
+    """:func:`_stable_id` of a chat (or Anthropic) dict whose ``content`` was read already."""
     calls = item.get("tool_calls")
     text = _edges(content) if type(content) is str else _edges(json.dumps(content, sort_keys=True, default=str))
     reading = f"{item.get('role')}\x00{text}\x00{item.get('name')}\x00{item.get('tool_call_id')}\x00{_calls_key(calls) if calls else ''}"
