@@ -530,6 +530,9 @@ def _format(item: Mapping[str, Any]) -> str:
 ID_EDGE = 64
 
 
+_SHORT = 2 * ID_EDGE
+
+
 def _edges(text: str) -> str:
     """A text's length and its first and last :data:`ID_EDGE` characters: cheap, and pure in the text."""
     if len(text) <= 2 * ID_EDGE:
@@ -576,6 +579,9 @@ def _stable_id(key: str, index: int, item: Mapping[str, Any]) -> str:
 def _chat_id(key: str, index: int, item: Mapping[str, Any], content: Any) -> str:
     """:func:`_stable_id` of a chat (or Anthropic) dict whose ``content`` was read already."""
     calls = item.get("tool_calls")
-    text = _edges(content) if type(content) is str else _edges(json.dumps(content, sort_keys=True, default=str))
+    if type(content) is str:
+        text = content if len(content) <= _SHORT else f"{len(content)}\x1f{content[:ID_EDGE]}\x1f{content[-ID_EDGE:]}"
+    else:
+        text = _edges(json.dumps(content, sort_keys=True, default=str))
     reading = f"{item.get('role')}\x00{text}\x00{item.get('name')}\x00{item.get('tool_call_id')}\x00{_calls_key(calls) if calls else ''}"
     return f"{key}:{index}:{zlib.crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
