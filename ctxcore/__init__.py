@@ -56,6 +56,7 @@ from ctxcore.model.messages import (
     system,
     tool,
 )
+from ctxcore.model.responses_io import messages_from_responses
 from ctxcore.model.transactions import (
     LegalStart,
     SanitizeResult,
@@ -141,6 +142,7 @@ __all__ = [
     "human",
     "legal_start",
     "messages_from_anthropic",
+    "messages_from_responses",
     "recommended_level",
     "sanitize_tool_call_history",
     "system",

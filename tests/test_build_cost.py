@@ -32,6 +32,7 @@ from ctxcore.engine.lazy import (
 )
 from ctxcore.errors import CtxError
 from ctxcore.model.messages import Message, ai, human, system, tool
+from ctxcore.render import to_openai_responses
 from ctxcore.render.target import TargetSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -252,17 +253,42 @@ def histories(draw: Any, max_units: int = 12) -> list[Message]:
     return out
 
 
-def mutate(history: list[Any], data: Any) -> list[Any]:
+def as_form(messages: list[Any], form: str) -> list[Any]:
+    """Messages as a caller of another API holds them: ``openai`` chat dicts, ``anthropic`` dicts
+    (tool results grouped into user turns, system messages left as chat dicts) or ``responses`` input items
+    (one ``function_call`` item per call, one ``function_call_output`` per result)."""
+    plain = list(History(annotate=False, neutralize_markers=False).get_messages({"messages": messages}, {}))
+    if form == "openai":
+        return [m.to_openai() for m in plain]
+    if form == "responses":
+        return to_openai_responses(plain)["input"]
+    out: list[Any] = []
+    for m in plain:
+        if m.role == "tool":
+            block = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.text}
+            if out and isinstance(out[-1].get("content"), list) and out[-1]["content"][-1:] and out[-1]["content"][-1]["type"] == "tool_result":
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m.role == "assistant" and m.tool_calls:
+            uses = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.parsed_arguments()} for c in m.tool_calls]
+            out.append({"role": "assistant", "content": ([{"type": "text", "text": m.text}] if m.text else []) + uses})
+        else:
+            out.append(m.to_openai())
+    return out
+
+
+def mutate(history: list[Any], data: Any, form: str = "openai") -> list[Any]:
     """One random change: append, edit (in place among the last GUARD items), truncate, or a new list.
 
     An edit older than the history provider's guard goes with a new list and a new
     object: the documented way to edit an old message (see docs/providers.md).
     """
-    op = data.draw(st.sampled_from(["append", "append", "append_dicts", "edit", "edit", "truncate", "replace", "dicts", "same"]))
+    op = data.draw(st.sampled_from(["append", "append", "append_dicts", "edit", "edit", "truncate", "replace", "dicts", "form", "same"]))
     if op == "append":
         history.extend(data.draw(histories(max_units=3)))
     elif op == "append_dicts":
-        history.extend(m.to_openai() for m in data.draw(histories(max_units=3)))
+        history.extend(as_form(data.draw(histories(max_units=3)), form))
     elif op == "edit" and history:
         k = data.draw(st.integers(max(0, len(history) - 2 * GUARD), len(history) - 1))
         old = history[k]
@@ -281,6 +307,8 @@ def mutate(history: list[Any], data: Any) -> list[Any]:
         return [Message.model_validate(m.model_dump()) if isinstance(m, Message) else dict(m) for m in history]
     elif op == "dicts":
         return [m.to_openai() if isinstance(m, Message) else m for m in history]
+    elif op == "form":  # the whole history handed over in another API's shape
+        return as_form(history, data.draw(st.sampled_from(["openai", "anthropic", "responses"])))
     return history
 
 
@@ -301,15 +329,17 @@ def outcome(builder: ContextBuilder, history: list[Any]) -> Any:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(start=histories(), budget=st.integers(40, 400), data=st.data())
 def test_incremental_builds_equal_builds_from_scratch(start: list[Message], budget: int, data: Any) -> None:
-    """Whatever happens to the history (Messages or OpenAI dicts) between builds, a reused builder gives
-    exactly a fresh builder's result."""
+    """Whatever happens to the history (Messages, OpenAI chat dicts, Anthropic dicts or Responses items,
+    appended, edited in place, truncated, handed over anew) between builds, a reused builder gives exactly
+    a fresh builder's result."""
     counter = TiktokenCounter("cl100k_base")
     options = data.draw(st.sampled_from([{}, {"on_overflow": "warn"}, {"trim_from_start": False}]))
     reused = agent_builder(counter, budget, **options)
-    history: list[Any] = [m.to_openai() for m in start] if data.draw(st.booleans()) else list(start)
+    form = data.draw(st.sampled_from(["Message", "openai", "anthropic", "responses"]))
+    history: list[Any] = list(start) if form == "Message" else as_form(start, form)
     for _ in range(data.draw(st.integers(1, 5))):
         assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
-        history = mutate(history, data)
+        history = mutate(history, data, "openai" if form == "Message" else form)
     assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
 
 

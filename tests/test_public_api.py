@@ -76,6 +76,7 @@ EXPECTED_CTXCORE_ALL = [
     "human",
     "legal_start",
     "messages_from_anthropic",
+    "messages_from_responses",
     "recommended_level",
     "sanitize_tool_call_history",
     "system",

@@ -3,6 +3,7 @@
 - :mod:`~ctxcore.model.messages`: :class:`Message` (immutable, with provenance),
   its content blocks and the OpenAI dict round trip.
 - :mod:`~ctxcore.model.anthropic_io`: Anthropic messages in (``Message.from_anthropic``).
+- :mod:`~ctxcore.model.responses_io`: OpenAI Responses input items in (``messages_from_responses``).
 - :mod:`~ctxcore.model.transactions`: tool-call units, the one tool-pairing walk,
   the legal start and history sanitizing.
 - :mod:`~ctxcore.model.images`: image sizes and token costs from bytes.

@@ -247,6 +247,10 @@ class Message(BaseModel):
             ValueError: the dict is not a chat message ctxcore understands; the
                 message names the offending key.
         """
+        if type(data) is dict and (not provenance or provenance.keys() == _ID_ONLY):
+            made = _plain_openai(cls, data, provenance.get("id"))
+            if made is not None:
+                return made
         if not isinstance(data, Mapping):
             raise ValueError(f"expected a message object, got {type(data).__name__}")
         if "role" not in data:
@@ -314,6 +318,97 @@ class Message(BaseModel):
             out["tool_call_id"] = self.tool_call_id
         out.update(extra)
         return out
+
+
+_ID_ONLY = frozenset({"id"})
+# (trust, zone, fields set by the role defaults) of a plain dict's role.
+_ROLE_DEFAULTS: dict[Any, tuple[str, str, frozenset[str]]] = {
+    "user": ("trusted", "dynamic", frozenset()),
+    "assistant": ("trusted", "dynamic", frozenset()),
+    "system": ("trusted", "protected", frozenset({"zone"})),
+    "tool": ("untrusted", "dynamic", frozenset({"trust"})),
+}
+_new_object = object.__new__
+_set = object.__setattr__
+
+
+def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> Message | None:
+    """The message of a plain chat dict whose shape was checked here, built without validation; else ``None``.
+
+    Plain means: only the keys ctxcore models, ``content`` present and a string
+    or null, ``name`` and ``tool_call_id`` strings or null, ``tool_calls`` (if
+    present) a non-empty list on an assistant, a tool result with its call id.
+    That is what nearly every stored message looks like, and for it the checks
+    below are exactly what validation would check, so the result equals
+    :meth:`Message.from_openai`'s (same fields, same fields-set; a hypothesis
+    property in tests/test_messages_fast.py checks it). Anything else (content
+    parts, unknown keys, a wrong type) returns ``None`` and takes the validating
+    path, which gives the error message.
+    """
+    if not data.keys() <= _KNOWN_OPENAI_KEYS or "content" not in data:
+        return None
+    role = data.get("role")
+    defaults = _ROLE_DEFAULTS.get(role) if type(role) is str else None
+    content = data["content"]
+    if defaults is None or (content is not None and type(content) is not str):
+        return None
+    name = data.get("name")
+    call_id = data.get("tool_call_id")
+    if (name is not None and type(name) is not str) or (call_id is not None and type(call_id) is not str):
+        return None
+    if role == "tool" and not call_id:
+        return None
+    if message_id is None:
+        message_id = _new_id()
+    elif type(message_id) is not str:
+        return None
+    calls: tuple[ToolCall, ...] = ()
+    fields_set = {"id", "role", "content", "metadata", *defaults[2]}
+    if "tool_calls" in data:
+        raw = data["tool_calls"]
+        if role != "assistant" or type(raw) is not list or not raw:
+            return None
+        calls = tuple(_plain_tool_call(c) or _tool_call_from_openai(c) for c in raw)
+        fields_set.add("tool_calls")
+    if name is not None:
+        fields_set.add("name")
+    if call_id is not None:
+        fields_set.add("tool_call_id")
+    m = _new_object(cls)
+    _set(m, "__dict__", {"id": message_id, "role": role, "content": content, "name": name, "tool_call_id": call_id,
+                         "tool_calls": calls, "metadata": {}, "source": None, "trust": defaults[0],
+                         "zone": defaults[1], "priority": 0})
+    _set(m, "__pydantic_fields_set__", fields_set)
+    _set(m, "__pydantic_extra__", None)
+    _set(m, "__pydantic_private__", None)
+    return m
+
+
+_TOOL_CALL_FIELDS = frozenset({"id", "name", "arguments", "type"})
+
+
+def _plain_tool_call(call: Any) -> ToolCall | None:
+    """A ``{"id", "type": "function", "function": {"name", "arguments"}}`` call built without validation, else ``None``.
+
+    Only when the arguments are a string without ``NaN``/``Infinity`` (so the
+    validator would return them unchanged) and every field has its type.
+    """
+    if type(call) is not dict:
+        return None
+    fn = call.get("function")
+    call_id = call.get("id") or ""
+    kind = call.get("type", "function")
+    if type(fn) is not dict or type(call_id) is not str or kind != "function":
+        return None
+    name, arguments = fn.get("name"), fn.get("arguments", "{}")
+    if type(name) is not str or type(arguments) is not str or "NaN" in arguments or "Infinity" in arguments:
+        return None
+    c = _new_object(ToolCall)
+    _set(c, "__dict__", {"id": call_id, "name": name, "arguments": arguments, "type": "function"})
+    _set(c, "__pydantic_fields_set__", set(_TOOL_CALL_FIELDS))
+    _set(c, "__pydantic_extra__", None)
+    _set(c, "__pydantic_private__", None)
+    return c
 
 
 _DERIVED = ("text", "fingerprint")

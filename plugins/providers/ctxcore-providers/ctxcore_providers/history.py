@@ -1,8 +1,11 @@
 """``history``: the conversation so far, read from ``state[state_key]``.
 
-Items may be ctxcore :class:`Message` objects or OpenAI chat dicts. A dict gets a
-stable id derived from its position and content, so the same conversation
-built twice yields the same ids (reports and caches line up across turns).
+Items may be ctxcore :class:`Message` objects, OpenAI chat dicts, Anthropic
+message dicts or OpenAI Responses input items (see :func:`_format` for how a
+dict's API is told; :func:`ctxcore.messages_from_anthropic` and
+:func:`ctxcore.messages_from_responses` do the converting). A dict gets a
+stable id derived from its position and content (:func:`_stable_id`), so the
+same conversation built twice yields the same ids (reports line up across turns).
 
 Converted items are remembered by reference. Growth is proven, not re-compared:
 when the state holds the same list object as last time and it is no shorter,
@@ -35,8 +38,9 @@ constructor argument, else ``runtime["working_memory"]``) reshapes the result.
 from __future__ import annotations
 
 import copy
-import hashlib
+import gc
 import json
+import zlib
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
@@ -44,7 +48,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from ctxcore import Message, TextBlock, system
+from ctxcore import Message, TextBlock, messages_from_anthropic, messages_from_responses, system
 from ctxcore.kit import LazyMessages, Snapshot, current_pipeline_context, get_prompt
 from ctxcore_providers._markers import (
     OPEN_MARKER,
@@ -58,6 +62,8 @@ SELF_TOOL_PLAN = "self_tool_plan"
 TOOL_OBSERVATION = "tool_observation"
 # How many of the last items seen are checked for replacement and in-place edits on every build.
 GUARD = 8
+# More new items than this are converted with the cyclic garbage collector paused (see History._update).
+PAUSE_GC = 1000
 
 
 class HistoryConfig(BaseModel):
@@ -157,6 +163,8 @@ class History:
         self._seen: list[Any] = []
         self._guard: list[tuple[int, Any]] = []
         self._raw: list[Message] = []
+        self._ends: list[int] | None = None  # see _extend: None while each item made one message
+        self._open: int | None = None  # first item of a run of Responses calls at the end (it may grow)
         self._last: tuple[list[Message], bool] | None = None  # the last structure returned, and whether it began with the semantics note
         self._ids: set[str] = set()
         self._semantic = False  # whether any stored message's derived form carries a semantic_kind
@@ -205,25 +213,136 @@ class History:
     def _update(self, items: Sequence[Any]) -> bool:
         """Bring the conversion up to date with ``items``: only the new tail when the old items are unchanged.
 
-        Returns whether the old items were unchanged (the stored messages only grew).
+        Returns whether the stored messages only grew (the messages made before
+        are all still there, unchanged, at the same places).
         """
         n = len(self._seen)
-        if n and len(items) >= n and self._grew(items, n):
-            start, extended = n, True
-        else:
-            self._rebuild(items)
-            start, extended = len(items), False
-        raw, seen, ids = self._raw, self._seen, self._ids
-        for index in range(start, len(items)):
-            item = items[index]
-            message = self._convert(index, item)
-            raw.append(message)
-            seen.append(item)
-            ids.add(message.id)
-            self._semantic = self._semantic or self._is_semantic(message)
+        # Converting thousands of items creates several long-lived objects each; the cyclic
+        # collector would walk the whole heap several times meanwhile (a third of a cold
+        # 20,000-message build) to find no garbage: none of them is garbage, none forms a
+        # cycle. So it waits until they are made (a caller's own gc.disable() is kept).
+        pause = (len(items) - n > PAUSE_GC or (items is not self._source and len(items) > PAUSE_GC)) and gc.isenabled()
+        if pause:
+            gc.disable()
+        try:
+            extended = self._converted(items, n)
+        finally:
+            if pause:
+                gc.enable()
         self._source = items
         self._guard_tail(items)
         return extended
+
+    def _converted(self, items: Sequence[Any], n: int) -> bool:
+        """:meth:`_update`'s conversion; returns whether the stored messages only grew."""
+        if n and len(items) >= n and self._grew(items, n):
+            if n < len(items) and self._open is not None and _is_call(items[n]):
+                self._extend(items, self._reopen())  # a Responses call joins the parallel calls before it
+                extended = False
+            else:
+                self._extend(items, n)
+                extended = True
+        else:
+            self._rebuild(items)
+            extended = False
+        return extended
+
+    def _extend(self, items: Sequence[Any], start: int, old: _Old | None = None) -> None:
+        """Convert ``items[start:]`` and append the messages made (reusing ``old`` conversions of unchanged items).
+
+        One item makes one message, except an Anthropic user turn with tool
+        results (one message per result), a Responses ``reasoning`` item (none)
+        and a run of Responses ``function_call`` items (one assistant message
+        for the run). While every item made exactly one message, item ``k``'s
+        message is ``raw[k]`` and ``self._ends`` is ``None``; otherwise
+        ``self._ends[k]`` is the length of ``raw`` after item ``k``.
+        """
+        raw, seen, ids = self._raw, self._seen, self._ids
+        self._open = None
+        n = len(items)
+        i = start if old is not None or self._ends is not None else self._extend_plain(items, start)
+        semantic = self._semantic
+        while i < n:
+            item = items[i]
+            count = 1
+            made = _reuse(old, i, item) if old is not None else None
+            if made is None:
+                if _is_call(item):  # parallel calls: the run of function_call items is one assistant message
+                    j = i + 1
+                    while j < n and _is_call(items[j]):
+                        j += 1
+                    made, count = self._run(items, i, j), j - i
+                    if j == n:
+                        self._open = i  # the next item may be one more call of the run
+                else:
+                    made = self._convert(i, item)
+            if isinstance(made, Message):  # the common case: one item, one message
+                raw.append(made)
+                ids.add(made.id)
+                semantic = semantic or self._is_semantic(made)
+                if count == 1:
+                    seen.append(item)
+                    if self._ends is not None:
+                        self._ends.append(len(raw))
+                    i += 1
+                    continue
+            else:
+                raw.extend(made)
+                ids.update(m.id for m in made)
+                semantic = semantic or any(map(self._is_semantic, made))
+            if self._ends is None:  # the first item that does not make exactly one message
+                self._ends = list(range(1, len(seen) + 1))
+            seen.extend(items[i:i + count])
+            self._ends.extend(repeat(len(raw), count))
+            i += count
+        self._semantic = semantic
+
+    def _extend_plain(self, items: Sequence[Any], start: int) -> int:
+        """Convert the run of plain chat dicts from ``start`` (the usual history) in one tight loop; returns where it stopped.
+
+        Plain: a dict without a ``type`` key whose content is a string or null,
+        so it is a chat message in every API's reading (see :func:`_format`).
+        The first other item (a Message, content parts, a Responses item) ends
+        the run; the general loop of :meth:`_extend` takes over there.
+        """
+        key, raw, convert, semantic = self.state_key, self._raw, Message.from_openai, self._semantic
+        first = len(raw)
+        i, n = start, len(items)
+        try:
+            while i < n:
+                item = items[i]
+                if type(item) is not dict or "type" in item:
+                    break
+                content = item.get("content")
+                if content is not None and type(content) is not str:
+                    break
+                m = convert(item, id=_chat_id(key, i, item, content))
+                raw.append(m)
+                if not semantic:
+                    semantic = self._is_semantic(m)
+                i += 1
+        except (ValueError, KeyError, TypeError) as exc:
+            del raw[first:]
+            raise ValueError(f"state[{key!r}][{i}]: {exc}") from exc
+        self._seen.extend(items[start:i])
+        self._ids.update(map(_ID, raw[first:]))
+        self._semantic = semantic
+        return i
+
+    def _reopen(self) -> int:
+        """Take back the messages of the open run of Responses calls; returns the index of its first item."""
+        start = self._open
+        assert start is not None
+        ends = self._ends
+        cut = start if ends is None else (ends[start - 1] if start else 0)
+        for m in self._raw[cut:]:
+            self._ids.discard(m.id)
+        del self._raw[cut:]
+        del self._seen[start:]
+        if ends is not None:
+            del ends[start:]
+        self._open = None
+        return start
 
     def _grew(self, items: Sequence[Any], n: int) -> bool:
         """Whether the first ``n`` of ``items`` are the items seen last time (so the list only grew).
@@ -263,36 +382,47 @@ class History:
 
     def _rebuild(self, items: Sequence[Any]) -> None:
         """The list changed under the old items: start over, reusing conversions of unchanged items."""
-        old_seen, old_raw = self._seen, self._raw
-        guarded = dict(self._guard)
-        self._seen, self._raw, self._ids, self._semantic, self._guard = [], [], set(), False, []
+        old: _Old = (self._seen, self._raw, self._ends, dict(self._guard))
+        self._seen, self._raw, self._ids, self._semantic, self._guard, self._ends = [], [], set(), False, [], None
         if all(map(isinstance, items, repeat(Message))):  # Message items: C-level passes, no per-item Python
             self._seen, self._raw = list(items), list(items)
             self._ids = set(map(_ID, items))
             self._semantic = any(map(self._is_semantic, self._raw))  # stops at the first tool message
-            items = ()
-        for index, item in enumerate(items):
-            if index < len(old_seen) and not isinstance(item, Message) and _unchanged(item, old_seen[index], guarded.get(index)):
-                message = old_raw[index]
-            else:
-                message = self._convert(index, item)
-            self._raw.append(message)
-            self._seen.append(item)
-            self._ids.add(message.id)
-            self._semantic = self._semantic or self._is_semantic(message)
+            self._open = None
+        else:
+            self._extend(items, 0, old if old[0] else None)
         if len(self._memo) > 2 * len(self._raw) + 64:  # forget derived forms of messages no longer stored
             alive = set(map(id, self._raw))
             self._memo = {k: v for k, v in self._memo.items() if k in alive}
 
-    def _convert(self, index: int, item: Any) -> Message:
+    def _convert(self, index: int, item: Any) -> Message | list[Message]:
+        """The message(s) of one stored item: a Message as it is, a dict by its format (see :func:`_format`)."""
         if isinstance(item, Message):
             return item
-        if not isinstance(item, Mapping):
+        if type(item) is not dict and not isinstance(item, Mapping):
             raise ValueError(f"state[{self.state_key!r}][{index}] is a {type(item).__name__}, not a message dict")
+        key = self.state_key
         try:
-            return Message.from_openai(item, id=_stable_id(self.state_key, index, item))
+            kind = _format(item)
+            if kind == "openai":
+                return Message.from_openai(item, id=_stable_id(key, index, item))
+            made = messages_from_anthropic(item) if kind == "anthropic" else messages_from_responses([item])
         except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"state[{self.state_key!r}][{index}]: {exc}") from exc
+            raise ValueError(f"state[{key!r}][{index}]: {exc}") from exc
+        base = _stable_id(key, index, item)
+        if len(made) == 1:
+            return made[0].model_copy(update={"id": base})
+        return [m.model_copy(update={"id": f"{base}.{k}" if k else base}) for k, m in enumerate(made)]
+
+    def _run(self, items: Sequence[Any], start: int, stop: int) -> Message:
+        """The one assistant message of the Responses ``function_call`` items ``items[start:stop]``."""
+        run = items[start:stop]
+        try:
+            made = messages_from_responses(run)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"state[{self.state_key!r}][{start}:{stop}]: {exc}") from exc
+        reading = "\x1d".join(_stable_id("", 0, item) for item in run)
+        return made[0].model_copy(update={"id": f"{self.state_key}:{start}:{zlib.crc32(reading.encode()):08x}"})
 
     def _is_semantic(self, m: Message) -> bool:
         """Whether the derived form of ``m`` carries a semantic_kind (decides the explanation message)."""
@@ -345,14 +475,113 @@ def _unchanged(item: Any, old: Any, copied: Any) -> bool:
     return isinstance(item, Mapping) and item == old
 
 
-def _stable_id(key: str, index: int, item: Mapping[str, Any]) -> str:
-    """An id from the position and what the model reads of the dict, computed before any conversion."""
+# What a rebuild may reuse: the items seen, the messages made, their ends (see History._extend), the guard copies.
+_Old = tuple[list[Any], list[Message], "list[int] | None", dict[int, Any]]
+
+
+def _reuse(old: _Old, index: int, item: Any) -> Message | list[Message] | None:
+    """The old conversion of an unchanged dict at ``index`` (``None``: convert it), never of a Responses call.
+
+    A call is converted with its run of neighbours, which may have changed.
+    """
+    seen, raw, ends, guarded = old
+    if index >= len(seen) or isinstance(item, Message) or _is_call(item) or not _unchanged(item, seen[index], guarded.get(index)):
+        return None
+    if ends is None:
+        return raw[index]
+    made = raw[ends[index - 1] if index else 0:ends[index]]
+    return made[0] if len(made) == 1 and not _is_call(seen[index]) else made
+
+
+def _is_call(item: Any) -> bool:
+    """Whether a stored item is a Responses ``function_call`` input item."""
+    return type(item) is dict and item.get("type") == "function_call"
+
+
+# Block types only Anthropic messages have (OpenAI chat parts are text, image_url, file).
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"})
+# Content part types only Responses input messages have.
+_RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
+
+
+def _format(item: Mapping[str, Any]) -> str:
+    """Which API's message a dict is: ``openai`` (chat completions), ``anthropic`` or ``responses``.
+
+    A ``type`` key (``message``, ``function_call_output``, ``reasoning``...) or a
+    Responses content part type makes a Responses item; an Anthropic-only block
+    type (``tool_use``, ``tool_result``, ``image``, ``thinking``...) an Anthropic
+    message; everything else, including string content (which reads the same in
+    all three), is read as an OpenAI chat message.
+    """
+    if "type" in item:
+        return "responses"
     content = item.get("content")
+    if type(content) is list:
+        for block in content:
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind in _ANTHROPIC_BLOCKS:
+                return "anthropic"
+            if kind in _RESPONSES_PARTS:
+                return "responses"
+    return "openai"
+
+
+# How many characters of each end of a text go into a dict's id (with the text's length).
+ID_EDGE = 64
+
+
+_SHORT = 2 * ID_EDGE
+
+
+def _edges(text: str) -> str:
+    """A text's length and its first and last :data:`ID_EDGE` characters: cheap, and pure in the text."""
+    if len(text) <= 2 * ID_EDGE:
+        return text
+    return f"{len(text)}\x1f{text[:ID_EDGE]}\x1f{text[-ID_EDGE:]}"
+
+
+def _calls_key(calls: Any) -> str:
+    """The tool calls of a dict as id material: their ids, names and argument edges (JSON for other shapes)."""
+    parts = []
+    for c in calls if isinstance(calls, list) else ():
+        fn = c.get("function") if isinstance(c, dict) else None
+        if not isinstance(fn, dict):
+            break
+        args = fn.get("arguments")
+        if not isinstance(args, str) or not isinstance(c.get("id"), (str, type(None))) or not isinstance(fn.get("name"), str):
+            break
+        parts.append(f"{c.get('id')}\x1e{c.get('type')}\x1e{fn['name']}\x1e{_edges(args)}")
+    else:
+        return "\x1d".join(parts)
+    return json.dumps(calls, sort_keys=True, default=str)
+
+
+def _stable_id(key: str, index: int, item: Mapping[str, Any]) -> str:
+    """An id from the position and what the model reads of the dict, computed before any conversion.
+
+    ``"<state key>:<position>:<crc32 of the dict's reading>"``. Stable: a pure
+    function of the state key, the position and the dict's value (equal dicts
+    get equal ids), so the same history built twice, or by a fresh builder, gets
+    the same ids. Distinct within a history: the position is part of it. Cheap:
+    a long text enters the checksum by its length and its first and last
+    :data:`ID_EDGE` characters, not whole (hashing every byte of a
+    20,000-message history was a quarter of a cold build). So an edit inside a
+    long message that keeps its length and both ends keeps the id; its
+    fingerprint (what count caches key on) still changes. See
+    docs/providers.md, "history".
+    """
+    if "type" in item:  # a Responses item: all of it
+        reading = _edges(json.dumps(item, sort_keys=True, default=str))
+        return f"{key}:{index}:{zlib.crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
+    return _chat_id(key, index, item, item.get("content"))
+
+
+def _chat_id(key: str, index: int, item: Mapping[str, Any], content: Any) -> str:
+    """:func:`_stable_id` of a chat (or Anthropic) dict whose ``content`` was read already."""
     calls = item.get("tool_calls")
-    parts = [
-        key, str(index), str(item.get("role")),
-        content if isinstance(content, str) else json.dumps(content, sort_keys=True, default=str),
-        str(item.get("name")), str(item.get("tool_call_id")),
-        json.dumps(calls, sort_keys=True, default=str) if calls else "",
-    ]
-    return hashlib.blake2b("\x00".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    if type(content) is str:
+        text = content if len(content) <= _SHORT else f"{len(content)}\x1f{content[:ID_EDGE]}\x1f{content[-ID_EDGE:]}"
+    else:
+        text = _edges(json.dumps(content, sort_keys=True, default=str))
+    reading = f"{item.get('role')}\x00{text}\x00{item.get('name')}\x00{item.get('tool_call_id')}\x00{_calls_key(calls) if calls else ''}"
+    return f"{key}:{index}:{zlib.crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
