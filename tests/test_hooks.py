@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import subprocess
 import sys
 
@@ -130,6 +131,28 @@ def test_hook_register_presets(tmp_path) -> None:
     assert [m.content for m in preset_pipeline("hello", host=host).build({}).messages] == ["preset"]
 
 
+def test_hook_register_integrations(monkeypatch) -> None:
+    """A declared integration is listed by `ctx plugins list` as integration:NAME and in --json, never imported."""
+    from ctxcore.cli.app import cli
+    from ctxcore.plugins.host import PluginHost
+
+    class Adapter:
+        @hookimpl
+        def register_integrations(self, register):
+            register("acme", framework="acme-agents>=3", entry="acme_never_imported:Filter", description="acme filter")
+
+    host = fresh_host(("ctxcore-acme", Adapter()))
+    monkeypatch.setattr(PluginHost, "load", classmethod(lambda cls, **kw: host))
+    monkeypatch.setenv("COLUMNS", "200")
+    table = CliRunner().invoke(cli, ["plugins", "list"])
+    assert table.exit_code == 0 and "integration:acme" in table.output
+    listed = json.loads(CliRunner().invoke(cli, ["plugins", "list", "--json"]).output)
+    assert listed[0]["integrations"] == [
+        {"name": "acme", "framework": "acme-agents>=3", "entry": "acme_never_imported:Filter", "description": "acme filter"}
+    ]
+    assert "acme_never_imported" not in sys.modules
+
+
 def test_hook_register_commands() -> None:
     """register_commands receives the click group and may add commands to it."""
     group = click.Group("ctx")
@@ -163,7 +186,7 @@ def test_hook_on_build_complete() -> None:
 def test_every_hook_has_a_test() -> None:
     """Each hookspec has a test_hook_<name> in this module."""
     names = _hookspec_names()
-    assert len(names) == 8
+    assert len(names) == 9
     missing = [n for n in names if f"test_hook_{n}" not in globals()]
     assert not missing
 

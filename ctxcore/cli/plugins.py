@@ -27,6 +27,7 @@ def plugins() -> None:
 def plugins_list(ctx: click.Context, as_json: bool, show_all: bool, strict: bool) -> None:
     """List plugins, their status and the components they register."""
     host = state(ctx).host
+    host.registry  # noqa: B018 - the registration hooks fill each plugin's components and integrations
     infos = sorted(host.plugins, key=lambda p: p.name.lower())
     if not show_all:
         infos = [p for p in infos if p.status != "blocked"]
