@@ -81,7 +81,9 @@ class _Builder:
 
     def window(self, cache: ConversionCache, built: Any) -> list[BaseMessage]:
         self.last_report = built.report
-        return cache.to_langchain(built.messages)
+        known = self._system
+        # the system prompt's conversion maps back to the agent's own SystemMessage
+        return cache.to_langchain(built.messages, ((known[1], known[0]),) if known is not None else ())
 
     def _system_message(self, system: SystemMessage) -> Message:
         """The agent's system prompt (developer code: trusted, protected), converted once per prompt object."""

@@ -27,6 +27,8 @@ Replace the message (a new object) for such an edit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
+from operator import is_
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -51,6 +53,12 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return a[0] is b[0] and a[1] == b[1] and a[2] is b[2] and a[3] == b[3]
 
 
+def _reads_as(m: Message, original: Message) -> bool:
+    """Whether ``m`` (same ctxcore id as ``original``) reads as ``original``: content and calls the same objects."""
+    return (m.content is original.content and m.tool_calls is original.tool_calls and m.role == original.role
+            and m.name == original.name and m.tool_call_id == original.tool_call_id)
+
+
 class ConversionCache:
     """Converts a LangChain history to ctxcore messages, reusing earlier conversions.
 
@@ -67,6 +75,11 @@ class ConversionCache:
         self._entries: dict[Any, tuple[BaseMessage, tuple[Any, ...], Message]] = {}
         # ctxcore message id -> (conversion, LangChain message): the way back for unchanged messages
         self._back: dict[str, tuple[Message, BaseMessage]] = {}
+        # id() of a conversion held in ``_converted`` or of a message held in ``_memo`` -> its LangChain
+        # message: the C-level way back
+        self._lookup: dict[int, BaseMessage] = {}
+        # id() -> window message the pipeline derived or made, kept alive while its id() is a key of _lookup
+        self._memo: dict[int, Message] = {}
         self.conversions = 0  # messages converted so far (a test and bench counter)
 
     def convert(self, messages: Sequence[BaseMessage]) -> list[Message]:
@@ -83,21 +96,42 @@ class ConversionCache:
             self._rebuild(messages)
         return self._converted
 
-    def to_langchain(self, messages: Sequence[Message]) -> list[BaseMessage]:
-        """The LangChain messages of a built window: the original object for every message the build left unchanged."""
-        back = self._back
-        out: list[BaseMessage] = []
-        for m in messages:
-            hit = back.get(m.id)
-            if hit is not None:
-                original, lc = hit
-                if m is original or (m.content is original.content and m.tool_calls is original.tool_calls
-                                     and m.role == original.role and m.name == original.name
-                                     and m.tool_call_id == original.tool_call_id):
-                    out.append(lc)
+    def to_langchain(self, messages: Sequence[Message],
+                     known: Sequence[tuple[Message, BaseMessage]] = ()) -> list[BaseMessage]:
+        """The LangChain messages of a built window: the original object for every message the build left unchanged.
+
+        ctxcore messages are frozen, so a window message that *is* (by identity) a
+        conversion this cache holds maps straight back to its LangChain message: one
+        C-level dict lookup per message, by ``id()``, safe because the cache keeps every
+        object it keys alive (an ``id()`` names one live object). ``known`` adds pairs
+        the caller has (the agent's system prompt and its ``SystemMessage``). A message
+        the build derived from a conversion (same ctxcore id, same content and calls:
+        the ``history`` provider's annotated copy) maps back to the original too; one a
+        filter changed or the pipeline made is converted. Both are remembered by
+        identity for the next call, for as long as they keep coming back: the memo is
+        cut to the current window when it outgrows it, so memory stays bounded.
+        """
+        lookup, memo = self._lookup, self._memo
+        for m, given in known:
+            if lookup.get(id(m)) is not given:
+                lookup[id(m)] = given
+                memo[id(m)] = m
+        out: list[BaseMessage | None] = list(map(lookup.get, map(id, messages)))
+        if any(map(is_, out, repeat(None))):  # not ``None in out``: that calls BaseMessage.__eq__ on each
+            back = self._back
+            for index, found in enumerate(out):
+                if found is not None:
                     continue
-            out.append(message_to_langchain(m))
-        return out
+                m = messages[index]
+                hit = back.get(m.id)
+                lc = hit[1] if hit is not None and _reads_as(m, hit[0]) else message_to_langchain(m)
+                out[index] = lookup[id(m)] = lc
+                memo[id(m)] = m
+        if len(memo) > 2 * len(messages) + 16:
+            current = set(map(id, messages))
+            for key in [k for k in memo if k not in current]:
+                del memo[key], lookup[key]
+        return out  # type: ignore[return-value]  # no None left
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -131,6 +165,7 @@ class ConversionCache:
             self.conversions += 1
         self._entries[key] = (message, signature, converted)
         self._back[converted.id] = (converted, message)
+        self._lookup[id(converted)] = message
         self._seen.append(message)
         self._signatures.append(signature)
         self._converted.append(converted)
@@ -138,7 +173,7 @@ class ConversionCache:
     def _rebuild(self, messages: Sequence[BaseMessage]) -> None:
         """Start over from ``messages``, reusing entries that still match; drop the rest."""
         old = self._entries
-        self._entries, self._back = {}, {}
+        self._entries, self._back, self._lookup, self._memo = {}, {}, {}, {}
         self._seen, self._signatures, self._converted = [], [], []
         for index, message in enumerate(messages):
             self._append(index, message, old)

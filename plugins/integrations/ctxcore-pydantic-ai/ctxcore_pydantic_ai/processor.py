@@ -31,7 +31,6 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 
 from ctxcore import BudgetExceeded, BuildReport, BuiltContext, ContextBuilder, Message, Pipeline
 from ctxcore_pydantic_ai.cache import ConversionCache
-from ctxcore_pydantic_ai.convert import FreshParts, to_pydantic_ai
 from ctxcore_pydantic_ai.errors import ContextBudgetExceeded
 
 __all__ = ["AsyncContextProcessor", "ContextCapability", "ContextProcessor", "RuntimeSource"]
@@ -60,7 +59,6 @@ class _Adapter:
         self.last_built: BuiltContext | None = None
         #: the pydantic-ai messages of the last build (what the model was sent).
         self.last_messages: list[ModelMessage] | None = None
-        self._fresh: FreshParts = {}
         self._marker: Message | None = None
         self._caches: OrderedDict[str | None, ConversionCache] = OrderedDict()
         self._lock = threading.Lock()
@@ -106,11 +104,15 @@ class _Adapter:
                     f"report_attribute={self.report_attribute!r}: cannot set it on the run's deps "
                     f"({type(ctx.deps).__name__}: {exc}); give the deps class that attribute, or drop "
                     "report_attribute and read the processor's last_report") from exc
-        window = [m for m in built.messages if not m.metadata.get(INSTRUCTIONS_FLAG)]
+        window: Sequence[Message] = built.messages
+        if self._marker is not None:  # only the capability adds the instructions message
+            window = [m for m in window if not m.metadata.get(INSTRUCTIONS_FLAG)]
+        cache = self.cache_for(getattr(ctx, "conversation_id", None))
         with self._lock:
             # adjacent requests merged as pydantic-ai's normalization before the model call would, so
-            # last_messages is what the model receives (the normalization then changes nothing)
-            self.last_messages = to_pydantic_ai(window, fresh=self._fresh, merge=True)
+            # last_messages is what the model receives (the normalization then changes nothing); the
+            # conversation's window cache reuses the last call's messages for what did not move
+            self.last_messages = cache.window.convert(window)
         return list(self.last_messages)
 
     def build(self, ctx: RunContext[Any] | None, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
