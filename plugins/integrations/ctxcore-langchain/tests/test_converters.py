@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AIMessageChunk, ChatMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxcore import ImageBlock, TextBlock
+from ctxcore import ImageBlock, Message, TextBlock
 
 settings.register_profile("quick", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -137,3 +137,29 @@ class TestCache:
         reloaded = [m.model_copy(deep=True) for m in history[10:]]
         assert [m.content for m in cache.convert(reloaded)] == [f"m{i}" for i in range(10, 30)]
         assert cache.conversions == 30 and len(cache) == 20
+
+
+class TestWayBack:
+    """ConversionCache.to_langchain: unchanged messages map back to the framework's own objects, the rest is converted."""
+
+    def test_kept_messages_are_the_original_objects_and_changed_ones_are_converted(self) -> None:
+        history = [HumanMessage("hi", id="h1"), AIMessage("hello", id="a1"), HumanMessage("more", id="h2")]
+        cache = ConversionCache()
+        converted = cache.convert(history)
+        copy = converted[1].model_copy(update={"metadata": {**converted[1].metadata, "semantic_kind": "x"}})
+        changed = converted[2].model_copy(update={"content": "shortened"})
+        made = Message(role="system", content="made by the pipeline")
+        back = cache.to_langchain([made, converted[0], copy, changed])
+        assert back[1] is history[0] and back[2] is history[1]  # by identity, and a derived copy reading the same
+        assert back[3] is not history[2] and back[3].content == "shortened"
+        assert isinstance(back[0], SystemMessage) and back[0].content == "made by the pipeline"
+        again = cache.to_langchain([made, converted[0], copy, changed])
+        assert all(a is b for a, b in zip(again, back, strict=True))  # what it converted is remembered by identity
+
+    def test_the_memo_follows_the_window(self) -> None:
+        """Messages the pipeline made anew each call are not kept beyond about two windows."""
+        cache = ConversionCache()
+        converted = cache.convert([HumanMessage("hi", id="h1")])
+        for i in range(200):
+            cache.to_langchain([Message(role="system", content=f"summary {i}"), *converted])
+        assert len(cache._memo) <= 2 * 2 + 16

@@ -5,6 +5,7 @@ The quick profile runs 60 examples per property, ``CTXCORE_THOROUGH=1`` 2,000.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from datetime import datetime, timezone
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from ctxcore_pydantic_ai import METADATA_KEY, from_pydantic_ai, to_pydantic_ai
+from ctxcore_pydantic_ai.window import WindowCache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import (
@@ -211,3 +213,69 @@ class TestFromCtxcore:
         """Passing something else than a pydantic-ai message names its position."""
         with pytest.raises(ValueError, match="message 1: expected a pydantic-ai ModelRequest"):
             from_pydantic_ai([ModelRequest(parts=[UserPromptPart("hi")]), {"role": "user"}])  # type: ignore[list-item]
+
+
+# ---------------------------------------------------------------- the window cache (the way back, reused)
+made = st.sampled_from([
+    Message(role="system", content="pipeline prompt", id="sys"),
+    Message(role="user", content="a memory", id="mem"),
+    Message(role="assistant", content="a summary", id="sum"),
+])
+
+
+@st.composite
+def window_sequences(draw: Any) -> list[list[Message]]:
+    """Successive windows over one converted history: growing, dropping at the front, made messages before, edits."""
+    pool = from_pydantic_ai(draw(histories()) + draw(histories()))
+    windows = []
+    end = draw(st.integers(1, len(pool)))
+    for _ in range(draw(st.integers(1, 6))):
+        end = min(len(pool), end + draw(st.integers(0, 3)))
+        start = draw(st.integers(0, end - 1))
+        window = draw(st.lists(made, max_size=2, unique_by=lambda m: m.id)) + pool[start:end]
+        if draw(st.booleans()) and len(window) > 2:  # a filter changed one message
+            i = draw(st.integers(0, len(window) - 1))
+            window[i] = window[i].model_copy(update={"content": "changed"})
+        windows.append(window)
+    return windows
+
+
+def _stamped(messages: list[Any]) -> list[Any]:
+    """The messages with every response's timestamp set to one value: a response ctxcore made gets a new one per conversion."""
+    epoch = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    return [dataclasses.replace(m, timestamp=epoch) if isinstance(m, ModelResponse) else m for m in messages]
+
+
+class TestWindowCache:
+    @PROFILE
+    @given(window_sequences())
+    def test_each_window_equals_a_full_conversion(self, windows: list[list[Message]]) -> None:
+        """Whatever the last window was, the result is to_pydantic_ai(window, merge=True) (with the parts it made)."""
+        cache = WindowCache()
+        for window in windows:
+            out = cache.convert(window)
+            assert _stamped(out) == _stamped(to_pydantic_ai(window, fresh=dict(cache.fresh), merge=True))
+
+    def test_a_grown_window_reuses_the_last_messages_by_identity(self) -> None:
+        """The next turn's window (one more exchange) gives back the same pydantic-ai objects for what did not move."""
+        history = [ModelRequest(parts=[UserPromptPart("hi")]), ModelResponse(parts=[TextPart("hello")]),
+                   ModelRequest(parts=[UserPromptPart("more")])]
+        converted = from_pydantic_ai(history)
+        cache = WindowCache()
+        first = cache.convert(converted)
+        assert all(a is b for a, b in zip(first, history, strict=True))
+        grown = [*converted, *from_pydantic_ai([ModelResponse(parts=[TextPart("ok")]),
+                                               ModelRequest(parts=[UserPromptPart("last")])])]
+        second = cache.convert(grown)
+        assert cache.reused == 2  # the first request and response; the last request could merge, so converted again
+        assert second[0] is first[0] and second[1] is first[1]
+        assert second == to_pydantic_ai(grown, merge=True)
+
+    def test_memory_follows_the_window(self) -> None:
+        """After a short window, only that window's messages are held."""
+        cache = WindowCache()
+        long = from_pydantic_ai([ModelRequest(parts=[UserPromptPart(f"u{i}")]) if i % 2 == 0
+                                 else ModelResponse(parts=[TextPart(f"a{i}")]) for i in range(40)])
+        cache.convert(long)
+        cache.convert(long[-3:])
+        assert len(cache._window) == 3 and len(cache._ids) == 3
