@@ -159,20 +159,30 @@ def load_pipeline(ctx: click.Context, path: str, text: str | None = None) -> Any
         fail(f"{shown(path)}: {len(exc.issues)} {noun}")
 
 
+def pipeline_component(ctx: click.Context, path: str, attribute: str, missing: str) -> tuple[Any, Any]:
+    """``path``'s pipeline and its created component ``attribute`` (``"checkpointer"``, ``"memory"``).
+
+    A pipeline whose components cannot be created prints its issues and exits 1;
+    one without the component exits 1 with ``missing`` after the file name.
+    """
+    p = load_pipeline(ctx, path)
+    try:
+        component = getattr(p, attribute)
+    except ConfigError as exc:
+        echo_issues(exc)
+        fail(f"{path}: components could not be created")
+    if component is None:
+        fail(f"{path} {missing}")
+    return p, component
+
+
 def open_checkpointer(ctx: click.Context, path: str, missing: str) -> tuple[Any, Any]:
     """``path``'s pipeline and its created checkpointer, closed when the command ends.
 
     A pipeline whose components cannot be created prints its issues and exits 1;
     one without a ``checkpointer:`` exits 1 with ``missing`` after the file name.
     """
-    p = load_pipeline(ctx, path)
-    try:
-        cp = p.checkpointer
-    except ConfigError as exc:
-        echo_issues(exc)
-        fail(f"{path}: components could not be created")
-    if cp is None:
-        fail(f"{path} {missing}")
+    p, cp = pipeline_component(ctx, path, "checkpointer", missing)
     close = getattr(cp, "close", None)
     if callable(close):
         ctx.call_on_close(close)

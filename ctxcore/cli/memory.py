@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from ctxcore.cli._common import echo_issues, fail, load_pipeline
-from ctxcore.errors import ConfigError, CtxError
+from ctxcore.cli._common import fail, pipeline_component
+from ctxcore.errors import CtxError
 from ctxcore.runtime.memory_service import MemoryService
 from ctxcore.tools.terminal import clean
 
@@ -41,14 +41,9 @@ def _pairs(items: tuple[str, ...], option: str) -> dict[str, Any]:
 
 
 def _service(ctx: click.Context, file: str, namespace: str | None) -> MemoryService:
-    p = load_pipeline(ctx, file)
-    try:
-        store = p.memory
-    except ConfigError as exc:
-        echo_issues(exc)
-        fail(f"{file}: components could not be created")
-    if store is None:
-        fail(f"{file} configures no long-term memory; add e.g. 'memory: {{type: sqlite, path: .ctx/memory.db}}'")
+    _, store = pipeline_component(
+        ctx, file, "memory", "configures no long-term memory; add e.g. 'memory: {type: sqlite, path: .ctx/memory.db}'"
+    )
     try:
         return MemoryService(store, namespace)
     except (TypeError, ValueError) as exc:
