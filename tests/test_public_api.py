@@ -151,6 +151,7 @@ EXPECTED_KIT_ALL = [
     "check_thread_id",
     "check_tool_pairing",
     "checkpoint_dict",
+    "content_to_openai",
     "count_key",
     "count_markers",
     "current_pipeline_context",

@@ -107,6 +107,7 @@ from ctxcore.model.messages import (
     Role,
     TextBlock,
     ToolCall,
+    content_to_openai,
 )
 from ctxcore.model.transactions import (
     Unit,
@@ -173,6 +174,7 @@ __all__ = [
     "TextBlock",
     "TokenCounter",
     "ToolCall",
+    "content_to_openai",
     "Unit",
     "UnstorableState",
     "canonical_json",

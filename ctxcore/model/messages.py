@@ -34,6 +34,7 @@ __all__ = [
     "ai",
     "tool",
     "OPENAI_EXTRA_KEY",
+    "content_to_openai",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -306,7 +307,7 @@ class Message(BaseModel):
         extra = dict(self.metadata.get(OPENAI_EXTRA_KEY) or {})
         out: dict[str, Any] = {"role": self.role}
         if not extra.pop("__content_absent__", False):
-            out["content"] = _content_to_openai(self.content)
+            out["content"] = content_to_openai(self.content)
         if self.name is not None:
             out["name"] = self.name
         if self.tool_calls:
@@ -457,7 +458,13 @@ def _content_from_openai(content: Any) -> str | tuple[Any, ...] | None:
     return tuple(blocks)
 
 
-def _content_to_openai(content: str | tuple[Any, ...] | None) -> Any:
+def content_to_openai(content: str | tuple[Any, ...] | None) -> Any:
+    """A message's ``content`` in OpenAI chat form: the string (or ``None``) as is, blocks as content parts.
+
+    Text, image and file blocks become ``{"type": "text" | "image_url" | "file", ...}``
+    parts, as :meth:`Message.to_openai` sends them. For plugins that render
+    ctxcore content into another library's OpenAI-shaped messages (``ctxcore.kit``).
+    """
     if content is None or isinstance(content, str):
         return content
     parts: list[dict[str, Any]] = []

@@ -34,6 +34,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall
+from ctxcore.kit import content_to_openai
 
 __all__ = ["LANGCHAIN_KEY", "from_langchain", "message_from_langchain", "message_to_langchain", "to_langchain"]
 
@@ -216,23 +217,8 @@ def _block(item: Any) -> TextBlock | ImageBlock | FileBlock | None:
 
 
 def _content_to_langchain(content: str | tuple[Any, ...] | None) -> str | list[Any]:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts: list[Any] = []
-    for b in content:
-        if isinstance(b, TextBlock):
-            parts.append({"type": "text", "text": b.text})
-        elif isinstance(b, ImageBlock):
-            image: dict[str, Any] = {"url": b.url}
-            if b.detail is not None:
-                image["detail"] = b.detail
-            parts.append({"type": "image_url", "image_url": image})
-        else:
-            f = {k: v for k, v in (("file_id", b.file_id), ("file_data", b.file_data), ("filename", b.filename)) if v is not None}
-            parts.append({"type": "file", "file": f})
-    return parts
+    """ctxcore content as LangChain content: OpenAI-form parts (LangChain reads them), ``""`` for none."""
+    return "" if content is None else content_to_openai(content)
 
 
 def _call_from_langchain(call: Mapping[str, Any]) -> ToolCall:
