@@ -11,8 +11,13 @@ call's results right after it. The mapping (docs/integrations.md#pydantic-ai):
   the legacy ``RetryPromptPart`` naming a tool) -> ``tool`` with its
   ``tool_call_id`` and the text the model is shown; ``RetryFeedbackPart`` (and a
   tool-less ``RetryPromptPart``) -> ``user`` with the feedback text; any other
-  request part (instruction and settings deltas, speech, compaction) -> an empty
-  ``user`` placeholder that only carries the part;
+  request part (instruction, settings and tool-availability deltas, speech,
+  compaction: nothing the model reads as a message) *rides along* with the
+  part before it in the same request (with the first readable part when none
+  is before it), so it never becomes a message of its own: a delta between two
+  tool returns must not split a call's results (the window would be illegal);
+  a request with no readable part at all gives one empty ``user`` placeholder
+  per part, which only carries it;
 - a whole ``ModelResponse`` is one ``assistant`` message: its ``TextPart``\\ s
   are the content (a string for one, text blocks for several), its tool calls
   (``ToolCallPart`` and typed subclasses) are ``tool_calls``; thinking,
@@ -70,16 +75,21 @@ class PydanticAIOrigin:
 
     ``view`` is what the model read when the message was converted (role,
     content, tool_call_id, tool_calls); a message whose view still matches is
-    given back as the original part.
+    given back as the original part. ``span`` is the range of the request's
+    part indices the message stands for: its own part and the parts riding
+    along with it (``(index, index + 1)`` when none do); on the way back the
+    riders are given back around the message's part, in their order.
     """
 
-    __slots__ = ("message", "index", "part", "view", "seen")
+    __slots__ = ("message", "index", "part", "view", "seen", "span")
 
-    def __init__(self, message: ModelMessage, index: int, part: Any, view: _View) -> None:
+    def __init__(self, message: ModelMessage, index: int, part: Any, view: _View,
+                 span: tuple[int, int] | None = None) -> None:
         self.message = message
         self.index = index
         self.part = part
         self.view = view
+        self.span = span if span is not None else (index, index + 1)
         #: the last message object found to read as converted (a next build skips comparing it again)
         self.seen: Message | None = None
 
@@ -131,6 +141,12 @@ def _user_content(content: str | Sequence[Any]) -> str | tuple[Any, ...]:
     return tuple(blocks)
 
 
+def _readable(part: Any) -> bool:
+    """Whether the model reads ``part`` as a message of its own (else it rides along with one)."""
+    return (isinstance(part, SystemPromptPart | UserPromptPart | RetryPromptPart | RetryFeedbackPart)
+            or (isinstance(part, BaseToolReturnPart) and not isinstance(part, NativeToolReturnPart)))
+
+
 def _request_part(part: Any) -> dict[str, Any]:
     if isinstance(part, SystemPromptPart):
         return {"role": "system", "content": part.content}
@@ -160,11 +176,23 @@ def _response_fields(response: ModelResponse) -> dict[str, Any]:
     return {"role": "assistant", "content": content, "tool_calls": calls}
 
 
-def _make(fields: dict[str, Any], origin_of: ModelMessage, index: int, part: Any) -> Message:
+def _make(fields: dict[str, Any], origin_of: ModelMessage, index: int, part: Any,
+          span: tuple[int, int] | None = None) -> Message:
     message = Message(**fields)
     # set after validation, which copies the dict: the view is what the validated message reads
-    message.metadata[METADATA_KEY] = PydanticAIOrigin(origin_of, index, part, _view(message))
+    message.metadata[METADATA_KEY] = PydanticAIOrigin(origin_of, index, part, _view(message), span)
     return message
+
+
+def _request_messages(request: ModelRequest) -> tuple[Message, ...]:
+    """One message per readable part, each carrying the unreadable parts after it (the first also those before)."""
+    parts = request.parts
+    readable = [i for i, part in enumerate(parts) if _readable(part)]
+    if not readable:
+        return tuple(_make(_request_part(part), request, i, part) for i, part in enumerate(parts))
+    bounds = [0, *readable[1:], len(parts)]
+    return tuple(_make(_request_part(parts[i]), request, i, parts[i], (bounds[k], bounds[k + 1]))
+                 for k, i in enumerate(readable))
 
 
 def convert_model_message(message: ModelMessage) -> tuple[Message, ...]:
@@ -176,7 +204,7 @@ def convert_model_message(message: ModelMessage) -> tuple[Message, ...]:
     if isinstance(message, ModelResponse):
         return (_make(_response_fields(message), message, 0, None),)
     if isinstance(message, ModelRequest):
-        return tuple(_make(_request_part(part), message, i, part) for i, part in enumerate(message.parts))
+        return _request_messages(message)
     raise TypeError(f"expected a pydantic-ai ModelRequest or ModelResponse, got {type(message).__name__}")
 
 
@@ -303,13 +331,25 @@ def _intact(group: list[Message]) -> ModelRequest | None:
     if not isinstance(origin, PydanticAIOrigin):
         return None
     original = origin.message
-    if not isinstance(original, ModelRequest) or len(group) != len(original.parts):
+    if not isinstance(original, ModelRequest):
         return None
-    for i, m in enumerate(group):
+    end = 0
+    for m in group:
         o = m.metadata.get(METADATA_KEY)
-        if not isinstance(o, PydanticAIOrigin) or o.message is not original or o.index != i or not o.reads_as_converted(m):
+        if (not isinstance(o, PydanticAIOrigin) or o.message is not original or o.span[0] != end
+                or not o.reads_as_converted(m)):
             return None
-    return original
+        end = o.span[1]
+    return original if end == len(original.parts) else None
+
+
+def _with_riders(origin: PydanticAIOrigin, part: Any) -> list[Any]:
+    """``part`` (the message's own, as given back) between the parts riding along with it, in their order."""
+    start, end = origin.span
+    if end - start == 1:
+        return [part]
+    parts = origin.message.parts  # a ModelRequest: only request messages have a span wider than one
+    return [*parts[start:origin.index], part, *parts[origin.index + 1:end]]
 
 
 def _flush(group: list[Message], fresh: FreshParts | None = None, used: FreshParts | None = None) -> ModelRequest:
@@ -322,9 +362,9 @@ def _flush(group: list[Message], fresh: FreshParts | None = None, used: FreshPar
     for message, origin in zip(group, origins, strict=True):
         same = unchanged(message)
         if same is not None:
-            parts.append(same.part)
+            parts.extend(_with_riders(same, same.part))
         elif isinstance(origin, PydanticAIOrigin):
-            parts.append(_new_request_part(message, origin))
+            parts.extend(_with_riders(origin, _new_request_part(message, origin)))
         else:
             parts.append(_fresh_part(message, fresh, used))
     if isinstance(original, ModelRequest):
@@ -377,9 +417,9 @@ def to_pydantic_ai(messages: Iterable[Message], *, fresh: FreshParts | None = No
         if group and source is not None and group_source is not None and source is not group_source:
             _append_request(out, _flush(group, fresh, used), merge)
             group, group_source = [], None
-        if (not group and isinstance(source, ModelRequest) and len(source.parts) == 1
+        if (not group and isinstance(source, ModelRequest) and origin.span == (0, len(source.parts))  # type: ignore[union-attr]
                 and origin.reads_as_converted(message)):  # type: ignore[union-attr]
-            _append_request(out, source, merge)  # the common case: a one-part request, as it was
+            _append_request(out, source, merge)  # the common case: a one-message request, as it was
             continue
         group.append(message)
         if group_source is None:

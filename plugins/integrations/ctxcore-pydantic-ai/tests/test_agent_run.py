@@ -30,6 +30,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     SystemPromptPart,
     TextPart,
+    ToolAvailabilityDeltaPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -227,6 +228,40 @@ class TestConversionCache:
         out = processor.build(None, history)
         assert from_pydantic_ai(out)[0].text == "replaced"
         assert processor.cache_for(None).misses == 1
+
+
+class TestPartsTheModelDoesNotRead:
+    def test_a_delta_between_tool_returns_keeps_the_window_legal_and_comes_back(self) -> None:
+        """A tool-availability delta between two returns of one call batch rides along; it never splits the results.
+
+        Before, it became an empty user message between the returns: the build
+        refused the history (a tool result with no open call before it).
+        """
+        delta = ToolAvailabilityDeltaPart(tools_added=["search"], tool_call_id="a")
+        answers = ModelRequest(parts=[ToolReturnPart("lookup", "ra", tool_call_id="a"), delta,
+                                      ToolReturnPart("lookup", "rb", tool_call_id="b")])
+        history: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart("find a and b")]),
+            ModelResponse(parts=[ToolCallPart("lookup", {"q": "a"}, tool_call_id="a"),
+                                 ToolCallPart("lookup", {"q": "b"}, tool_call_id="b")]),
+            answers,
+            ModelResponse(parts=[TextPart("found both")]),
+        ]
+        processor = ContextProcessor(Pipeline.from_string(PIPELINE))
+        window = processor.build(None, [*history, ModelRequest(parts=[UserPromptPart("and c?")])])
+        check_tool_pairing(processor.last_built.messages)  # type: ignore[union-attr]
+        assert any(m is answers for m in window)  # the request with its delta, as it was
+        seen: list[list[ModelMessage]] = []
+
+        def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            seen.append(messages)
+            return ModelResponse(parts=[TextPart("c is unknown")])
+
+        capability = ContextCapability(Pipeline.from_string(PIPELINE))
+        result = Agent(FunctionModel(reply), capabilities=[capability]).run_sync("and c?", message_history=history)
+        assert result.output == "c is unknown" and seen
+        check_tool_pairing(capability.last_built.messages)  # type: ignore[union-attr]
+        assert result.all_messages()[:4] == history  # the framework's history is intact
 
 
 class TestReportOnDeps:
