@@ -7,8 +7,9 @@ Workload: bench/workload.py's coding-agent transcript (2,000 chat messages, tool
 calls and results) as the Responses input items the Agents SDK sends: user
 messages, assistant output messages (``output_text`` parts, ids, statuses),
 ``function_call`` and ``function_call_output`` items. Each next turn the runner
-hands the filter a fresh list of fresh dicts (it copies every item, as the SDK's
-``normalize_input_items_for_api`` does) with one more user message. Timed in CPU time of
+hands the filter a fresh list of fresh dicts with one more user message, copied
+by the SDK's own functions as the runner copies them (:func:`runner_copy`: every
+dict and list rebuilt, nested ``content`` lists included; the strings shared). Timed in CPU time of
 the thread (``time.thread_time``: the machine's other work does not count) per
 turn, medians over ``--turns`` turns in one run; the garbage collector runs
 between turns and is paused while a turn is timed (its pauses would come from
@@ -40,12 +41,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from agents import ItemHelpers  # noqa: E402
 from ctxcore_openai_agents import ContextFilter  # noqa: E402
 from ctxcore_openai_agents.cache import ConversionCache  # noqa: E402
 from report_table import markdown_table, write_section  # noqa: E402
 from workload import coding_agent_transcript  # noqa: E402
 
 from ctxcore import Pipeline  # noqa: E402
+
+try:  # the runner's own normalisation (a private module: the bench still runs without it)
+    from agents.run_internal.items import prepare_model_input_items
+except ImportError:  # pragma: no cover - another SDK version
+    prepare_model_input_items = None
 
 SECTION = "integration-openai-agents"
 DOC = ROOT / "docs" / "performance.md"
@@ -70,6 +77,20 @@ def responses_items(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return items
 
 
+def runner_copy(items: list[Any]) -> list[Any]:
+    """The items as the runner re-creates them before each model call (openai-agents 0.24).
+
+    ``ItemHelpers.input_to_new_input_list`` rebuilds every dict and list
+    (``agents.util._json._to_dump_compatible``, strings kept as they are), then
+    ``prepare_model_input_items`` copies each item dict once more
+    (``normalize_input_items_for_api``), and the filter gets a copy of that list.
+    """
+    fresh = ItemHelpers.input_to_new_input_list(items)
+    if prepare_model_input_items is not None:
+        fresh = prepare_model_input_items(fresh)
+    return list(fresh)
+
+
 def make_pipeline(budget: int) -> Pipeline:
     pipeline = Pipeline.from_string(f"""
 version: 1
@@ -92,7 +113,8 @@ def run(messages: int, turns: int, budget: int) -> dict[str, Any]:
     for t in range(turns):
         gc.collect()
         gc.disable()
-        history = [dict(i) for i in history] + [{"role": "user", "content": f"next request {t}: run the tests"}]  # the collector's pauses come from the runner's fresh dicts, not from the code timed
+        # the collector's pauses would come from the runner's fresh dicts, not from the code timed
+        history = runner_copy(history + [{"role": "user", "content": f"next request {t}: run the tests"}])
         started = time.thread_time()
         state, head, spans, listed = filt._prepare(history, INSTRUCTIONS, ())
         prepared = time.thread_time()
@@ -125,13 +147,13 @@ def fresh_dict_builds(chat: list[dict[str, Any]], turns: int, budget: int) -> fl
     every call: ctxcore's history provider then proves them unchanged itself.
     """
     pipeline = make_pipeline(budget)
-    history = [dict(m) for m in chat]
+    history = ItemHelpers.input_to_new_input_list(chat)  # type: ignore[arg-type]  # the same deep rebuild, of chat dicts
     pipeline.build({"messages": history})
     times = []
     for t in range(turns):
         gc.collect()
         gc.disable()
-        history = [dict(m) for m in history] + [{"role": "user", "content": f"next request {t}: run the tests"}]
+        history = ItemHelpers.input_to_new_input_list(history + [{"role": "user", "content": f"next request {t}: run the tests"}])  # type: ignore[arg-type]
         started = time.thread_time()
         pipeline.build({"messages": history})
         times.append(time.thread_time() - started)
