@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import threading
+from array import array
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -71,7 +72,8 @@ class ConversionCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._messages: list[Message] = []
-        self._spans: list[Span] = []
+        # message k was made from items[bounds[k]:bounds[k + 1]]: an array, so a slice copies memory, not objects
+        self._bounds = array("q", [0])
         #: conversions done by the last call (misses), and whether it took the growth path; for tests and benchmarks.
         self.last_misses = 0
         self.last_path = "cold"
@@ -88,46 +90,56 @@ class ConversionCache:
         Raises:
             UnsupportedItem: an item the converters do not take (``.index`` names it).
         """
+        messages, bounds = self.convert_bounds(items, exact=exact)
+        return messages, list(zip(bounds[:-1], bounds[1:], strict=True))
+
+    def convert_bounds(self, items: Sequence[Any], *, exact: bool = False) -> tuple[list[Message], array[int]]:
+        """:meth:`convert` with the spans as bounds: message ``k`` is ``items[bounds[k]:bounds[k + 1]]`` (the filter's form).
+
+        The lists are new every call and kept by the cache: do not change them.
+        """
         items = items if isinstance(items, list) else list(items)  # read, never kept
         with self._lock:
             grown = None if exact else self._grown(items)
             if grown is not None:
-                messages, spans, misses = grown
+                messages, bounds, misses = grown
                 self.last_path = "growth"
             else:
                 messages, spans, misses = self._keyed(items)
+                bounds = array("q", [0])
+                bounds.extend(e for _, e in spans)
                 self.last_path = "keyed"
-            self._messages, self._spans, self.last_misses = messages, spans, misses
-            return messages, spans  # new lists every call; kept by the cache, so not to be changed
+            self._messages, self._bounds, self.last_misses = messages, bounds, misses
+            return messages, bounds
 
     # ------------------------------------------------------------ growth
-    def _grown(self, items: list[Any]) -> tuple[list[Message], list[Span], int] | None:
+    def _grown(self, items: list[Any]) -> tuple[list[Message], array[int], int] | None:
         if not self._messages or not items:
             return None
         first = self._start_of(_plain(items[0]))
         if first is None:
             return None
-        off = self._spans[first][0]
-        shared = self._spans[-1][1] - off
+        bounds = self._bounds
+        off = bounds[first]
+        shared = bounds[-1] - off
         if len(items) < shared:
             return None
         # reuse the old groups from the offset on (slices: no per-message work);
         # the last one is redone when the new items continue it (its calls arriving after its text)
-        keep = len(self._spans) - first
+        keep = len(self._messages) - first
         if keep and len(items) > shared and is_assistant_side(_plain(items[shared])) and _assistant(self._messages[-1]):
             keep -= 1
         end = first + keep
         for k in range(max(first, end - GUARD), end):
-            s, e = self._spans[k]
-            if not _same(items[s - off:e - off], self._messages[k].metadata.get(ITEMS_KEY)):
+            if not _same(items[bounds[k] - off:bounds[k + 1] - off], self._messages[k].metadata.get(ITEMS_KEY)):
                 return None  # changed since it was converted (in place, replaced, or the list shifted)
-        restart = self._spans[end - 1][1] - off if keep else 0
+        restart = bounds[end] - off
         tail, tail_spans, misses = _convert(items, restart, {})
         messages = self._messages[first:end]
         messages.extend(tail)
-        spans = self._spans[first:end] if off == 0 else [(s - off, e - off) for s, e in self._spans[first:end]]
-        spans.extend(tail_spans)
-        return messages, spans, misses
+        kept = bounds[first:end + 1] if off == 0 else array("q", [b - off for b in bounds[first:end + 1]])
+        kept.extend(e for _, e in tail_spans)
+        return messages, kept, misses
 
     def _start_of(self, item: Mapping[str, Any]) -> int | None:
         """The index of the last call's message whose first item equals ``item``; ``None`` when none does."""

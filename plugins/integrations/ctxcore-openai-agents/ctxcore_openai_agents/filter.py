@@ -26,6 +26,7 @@ put on the run context when the context is a mutable mapping
 from __future__ import annotations
 
 import threading
+from array import array
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +45,7 @@ INSTRUCTIONS_SOURCE = "openai-agents:instructions"
 #: where the report goes on a run context (a mapping key or an attribute name).
 REPORT_KEY = "ctxcore_report"
 
-_Converted = tuple[list[Message], list[tuple[int, int]]]
+_Converted = tuple[list[Message], "array[int]"]  # messages, and bounds: message k from items[bounds[k]:bounds[k + 1]]
 
 
 @dataclass(frozen=True)
@@ -130,12 +131,12 @@ class ContextFilter:
         listed = list(items)
         if exact:
             self.rebuilds += 1
-        messages, spans = self.cache.convert(listed, exact=exact)
+        messages, bounds = self.cache.convert_bounds(listed, exact=exact)
         head = self._instruction_message(instructions)
         state: dict[str, Any] = {self.state_key: [head, *messages] if head is not None else messages}
         if tools:
             state["tools"] = list(tools)
-        return state, head, (messages, spans), listed
+        return state, head, (messages, bounds), listed
 
     def _instruction_message(self, instructions: str | None) -> Message | None:
         if not instructions:
@@ -186,14 +187,14 @@ def _spans_of(window: Sequence[Message], converted: _Converted) -> dict[str, tup
     """
     wanted = {m.id for m in window if ITEMS_KEY in m.metadata}  # pipeline-made messages were never items
     found: dict[str, tuple[int, int]] = {}
-    messages, spans = converted
+    messages, bounds = converted
     for k in range(len(messages) - 1, -1, -1):
         if not wanted:
             break
         mid = messages[k].id
         if mid in wanted:
             wanted.discard(mid)
-            found[mid] = spans[k]
+            found[mid] = (bounds[k], bounds[k + 1])
     return found
 
 
