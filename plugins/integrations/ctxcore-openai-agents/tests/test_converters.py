@@ -362,6 +362,24 @@ class TestWarmFilter:
         assert filt.rebuilds == 1 and filt.cache.last_path == "keyed" and filt.cache.last_misses == 1
         assert any(x is nxt[2] for x in out.items) and [m.text for m in out.built.messages if m.role == "tool"][0] == "edited"
 
+    def test_the_runners_call_builds_again_too(self) -> None:
+        """The same through the runner's entry point (``await filter(CallModelData)``), which builds with ``abuild``."""
+        import asyncio
+
+        from agents.run_config import CallModelData, ModelInputData
+
+        def call(items: list[Any]) -> Any:
+            return CallModelData(model_data=ModelInputData(input=items, instructions="Be brief."), agent=None, context=None)  # type: ignore[arg-type]
+
+        filt = ContextFilter(Pipeline.from_string(_pipeline_yaml(8000)))
+        history = self._long()
+        asyncio.run(filt(call(history)))
+        nxt = _runner_copy(history)
+        nxt[2]["output"] = "edited"
+        out = asyncio.run(filt(call(nxt)))
+        assert filt.rebuilds == 1 and any(x is nxt[2] for x in out.input) and out.instructions == "Be brief."
+        assert filt.cache.convert(nxt)[0][2].text == "edited"  # counted from the edited item
+
     def test_an_old_edit_outside_the_window_is_not_noticed(self) -> None:
         """The documented limit: an old item the window drops, edited in the same shape, keeps its old conversion."""
         filt = ContextFilter(_pipeline())
