@@ -18,9 +18,10 @@ so object identity cannot be the key. Two paths:
   items whose key was not seen in the last call are converted.
 
 Why not an exact proof of every item: any proof must read each of the runner's
-fresh dicts, and one C-level pass over a 2,000-message history (2,962 items)
-already costs about half of ctxcore's build (bench/integration_openai_agents.py;
-a full comparison of the lists costs about three builds), so the cache trusts
+fresh dicts, and one C-level pass reading one key of each item of a
+2,000-message history (2,962 items) already costs about half of ctxcore's build
+(bench/integration_openai_agents.py; a full comparison of the lists costs about
+three builds), so the cache trusts
 the runner's growth and checks what is sent instead: :func:`unchanged`
 compares the items of every window message with the copies it was converted
 from, and :class:`~ctxcore_openai_agents.ContextFilter` converts anew and builds
