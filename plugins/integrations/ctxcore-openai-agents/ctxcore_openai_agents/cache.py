@@ -1,38 +1,61 @@
 """A per-item conversion cache: each run of items is converted to a message once.
 
 The runner hands the filter a fresh list of fresh dicts every model call (it
-copies each item every turn), so object identity cannot be the key. Two paths:
+rebuilds every dict and list of every item each turn, sharing only the strings),
+so object identity cannot be the key. Two paths:
 
 - **Growth** (every next turn of a run): the new list is the last call's items,
-  perhaps without some oldest ones (a session ``limit``), plus new items. This is
-  proven with one C-level list comparison against shallow copies of the last
-  call's items (their values are the same string objects, so it compares
-  pointers, not text; a value reassigned in place differs), and
-  the newest :data:`GUARD` reused messages' items are compared with the private
-  JSON copies kept in each message (``metadata["openai_agents_items"]``), so an
-  item edited in place there is noticed. Only the new items are converted.
-- **Anything else** (an item inserted or replaced in the middle, another
-  conversation): every item is keyed by its content — a flat item by its
-  ``(key, value)`` pairs, one with nested parts by its JSON text — and only
+  perhaps without some oldest ones (a session ``limit``), plus new items. The
+  cache checks that the new list's first item starts one of the last call's
+  messages, that the list is long enough, and compares the items of the newest
+  :data:`GUARD` reused messages in full with the private JSON copies kept in
+  each message (``metadata["openai_agents_items"]``); then it reuses the
+  conversions and converts only the new items. The items in between are *not*
+  read: that is what makes a warm turn cost about the window, not the history.
+- **Anything else** (an item inserted, removed or replaced near the end,
+  another conversation): every item is keyed by its content — a flat item by
+  its ``(key, value)`` pairs, one with nested parts by its JSON text — and only
   items whose key was not seen in the last call are converted.
 
-Not noticed, as with ctxcore's ``history`` provider: an item *older than the
-newest* :data:`GUARD` *messages* whose nested parts (a ``content`` list) were
-edited in place between two calls; give such an item a new list. Memory is bounded by the history: only the last call's items and
-messages are kept.
+Why not an exact proof of every item: any proof must read each of the runner's
+fresh dicts, and one C-level pass reading one key of each item of a
+2,000-message history (2,962 items) already costs about half of ctxcore's build
+(bench/integration_openai_agents.py; a full comparison of the lists costs about
+three builds), so the cache trusts
+the runner's growth and checks what is sent instead: :func:`unchanged`
+compares the items of every window message with the copies it was converted
+from, and :class:`~ctxcore_openai_agents.ContextFilter` converts anew and builds
+again when one differs. So the model never receives an item other than the one
+ctxcore counted.
+
+Not noticed (a documented limit, docs/integrations.md): an item older than the
+newest :data:`GUARD` messages that was replaced or edited in place without
+changing how many items the history has, while the window does not keep it;
+the build then counts its old conversion among the dropped messages (the report
+and a summarizing filter see the old text). Memory is bounded by the history:
+only the last call's messages are kept.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from array import array
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from ctxcore import Message
-from ctxcore_openai_agents.converters import ITEMS_KEY, group_items, is_assistant_side, message_from_group, plain_item
+from ctxcore_openai_agents.converters import (
+    ITEMS_KEY,
+    group_items,
+    is_assistant_side,
+    json_copy,
+    message_from_group,
+    plain_item,
+)
+from ctxcore_openai_agents.errors import UnsupportedItem
 
-__all__ = ["GUARD", "ConversionCache"]
+__all__ = ["GUARD", "ConversionCache", "unchanged"]
 
 #: how many of the newest reused messages have their items compared with the private copies on the growth path.
 GUARD = 8
@@ -49,10 +72,9 @@ class ConversionCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # shallow copies of the last call's items: a value the runner reassigns in place differs from them
-        self._items: list[Any] = []
         self._messages: list[Message] = []
-        self._spans: list[Span] = []
+        # message k was made from items[bounds[k]:bounds[k + 1]]: an array, so a slice copies memory, not objects
+        self._bounds = array("q", [0])
         #: conversions done by the last call (misses), and whether it took the growth path; for tests and benchmarks.
         self.last_misses = 0
         self.last_path = "cold"
@@ -60,50 +82,73 @@ class ConversionCache:
     def __len__(self) -> int:
         return len(self._messages)
 
-    def convert(self, items: Sequence[Any]) -> tuple[list[Message], list[Span]]:
+    def convert(self, items: Sequence[Any], *, exact: bool = False) -> tuple[list[Message], list[Span]]:
         """The messages of ``items`` and, for each, the ``(start, end)`` span of the items it was made from.
+
+        ``exact=True`` skips the growth path: every item is compared by its
+        content key (slower; the filter's way when a window item changed, see :func:`unchanged`).
 
         Raises:
             UnsupportedItem: an item the converters do not take (``.index`` names it).
         """
-        items = list(items)
+        messages, bounds = self.convert_bounds(items, exact=exact)
+        return messages, list(zip(bounds[:-1], bounds[1:], strict=True))
+
+    def convert_bounds(self, items: Sequence[Any], *, exact: bool = False) -> tuple[list[Message], array[int]]:
+        """:meth:`convert` with the spans as bounds: message ``k`` is ``items[bounds[k]:bounds[k + 1]]`` (the filter's form).
+
+        The lists are new every call and kept by the cache: do not change them.
+        """
+        items = items if isinstance(items, list) else list(items)  # read, never kept
         with self._lock:
-            grown = self._grown(items)
+            grown = None if exact else self._grown(items)
             if grown is not None:
-                messages, spans, misses, copies = grown
+                messages, bounds, misses = grown
                 self.last_path = "growth"
             else:
                 messages, spans, misses = self._keyed(items)
-                copies = _copies(items)
+                bounds = array("q", [0])
+                bounds.extend(e for _, e in spans)
                 self.last_path = "keyed"
-            self._items, self._messages, self._spans, self.last_misses = copies, messages, spans, misses
-            return list(messages), list(spans)
+            self._messages, self._bounds, self.last_misses = messages, bounds, misses
+            return messages, bounds
 
     # ------------------------------------------------------------ growth
-    def _grown(self, items: list[Any]) -> tuple[list[Message], list[Span], int, list[Any]] | None:
-        old = self._items
-        if not old or not items:
+    def _grown(self, items: list[Any]) -> tuple[list[Message], array[int], int] | None:
+        if not self._messages or not items:
             return None
-        off = _offset(old, items[0], self._spans)
-        if off is None:
+        first = self._start_of(_plain(items[0]))
+        if first is None:
             return None
-        shared = len(old) - off
-        if len(items) < shared or items[:shared] != old[off:]:
+        bounds = self._bounds
+        off = bounds[first]
+        shared = bounds[-1] - off
+        if len(items) < shared:
             return None
-        # reuse the old groups that start at or after the offset (slices: no per-message work);
+        # reuse the old groups from the offset on (slices: no per-message work);
         # the last one is redone when the new items continue it (its calls arriving after its text)
-        first = 0 if off == 0 else next(k for k, (s, _) in enumerate(self._spans) if s == off)
-        keep = len(self._spans) - first
+        keep = len(self._messages) - first
         if keep and len(items) > shared and is_assistant_side(_plain(items[shared])) and _assistant(self._messages[-1]):
             keep -= 1
-        messages = self._messages[first:first + keep]
-        spans = self._spans[first:first + keep] if off == 0 else [(s - off, e - off) for s, e in self._spans[first:first + keep]]
-        restart = spans[-1][1] if spans else 0
-        for m, (s, e) in zip(messages[-GUARD:], spans[-GUARD:], strict=True):
-            if [dict(_plain(i)) for i in items[s:e]] != m.metadata.get(ITEMS_KEY):
-                return None  # edited in place since it was converted
+        end = first + keep
+        for k in range(max(first, end - GUARD), end):
+            if not _same(items[bounds[k] - off:bounds[k + 1] - off], self._messages[k].metadata.get(ITEMS_KEY)):
+                return None  # changed since it was converted (in place, replaced, or the list shifted)
+        restart = bounds[end] - off
         tail, tail_spans, misses = _convert(items, restart, {})
-        return messages + tail, spans + tail_spans, misses, old[off:] + _copies(items[shared:])
+        messages = self._messages[first:end]
+        messages.extend(tail)
+        kept = bounds[first:end + 1] if off == 0 else array("q", [b - off for b in bounds[first:end + 1]])
+        kept.extend(e for _, e in tail_spans)
+        return messages, kept, misses
+
+    def _start_of(self, item: Mapping[str, Any]) -> int | None:
+        """The index of the last call's message whose first item equals ``item``; ``None`` when none does."""
+        for k, m in enumerate(self._messages):
+            stash = m.metadata.get(ITEMS_KEY)
+            if stash and stash[0] == item:
+                return k
+        return None
 
     # ------------------------------------------------------------ keyed
     def _keyed(self, items: list[Any]) -> tuple[list[Message], list[Span], int]:
@@ -139,18 +184,24 @@ def _convert(items: list[Any], start: int, entries: Mapping[Hashable, list[Messa
     return messages, spans, misses
 
 
-def _copies(items: Sequence[Any]) -> list[Any]:
-    return [dict(i) if isinstance(i, Mapping) else i for i in items]
+def unchanged(items: Sequence[Any], message: Message) -> bool:
+    """Whether ``items`` are exactly the items ``message`` was converted from (its private copies).
+
+    One C-level comparison (dicts and lists compared by value; the runner's
+    strings are the very objects of the copies, so they compare by pointer).
+    The filter checks every window message with it before sending.
+    """
+    return _same(items, message.metadata.get(ITEMS_KEY))
 
 
-def _offset(old: list[Any], first: Any, spans: list[Span]) -> int | None:
-    """Where ``first`` (the new list's first item) starts a group of the old list; ``None`` when nowhere."""
-    if old[0] == first:
-        return 0
-    for s, _ in spans:
-        if old[s] == first:
-            return s
-    return None
+def _same(items: Sequence[Any], stash: Any) -> bool:
+    """Whether ``items`` are the JSON values ``stash`` holds (C-level first; normalised only when that fails)."""
+    if items == stash:
+        return True
+    try:
+        return [json_copy(plain_item(i)) for i in items] == stash
+    except (TypeError, UnsupportedItem):
+        return False
 
 
 def _assistant(m: Message) -> bool:

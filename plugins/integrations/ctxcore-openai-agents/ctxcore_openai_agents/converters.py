@@ -39,6 +39,7 @@ __all__ = [
     "group_items",
     "is_assistant_side",
     "items_from_messages",
+    "json_copy",
     "message_from_group",
     "messages_from_items",
     "plain_item",
@@ -132,7 +133,7 @@ def items_from_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     for m in messages:
         recorded = recorded_items(m)
         if recorded is not None:
-            out.extend(_json_copy(recorded))
+            out.extend(json_copy(recorded))
         else:
             out.extend(to_openai_responses([m])["input"])
     return out
@@ -228,7 +229,7 @@ def _copies(group: Sequence[Mapping[str, Any]], start: int) -> list[Any]:
     shared, not copied, so the cost does not grow with the text.
     """
     try:
-        return [_json_copy(item) for item in group]
+        return [json_copy(item) for item in group]
     except TypeError as exc:
         raise UnsupportedItem(f"an input item is not JSON ({exc})", index=start) from exc
 
@@ -236,7 +237,12 @@ def _copies(group: Sequence[Mapping[str, Any]], start: int) -> list[Any]:
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _json_copy(value: Any) -> Any:
+def json_copy(value: Any) -> Any:
+    """A private copy of a JSON value: dicts and lists (tuples too) rebuilt, strings and numbers shared.
+
+    Raises:
+        TypeError: a value that is not JSON (a set, an object, a non-string key).
+    """
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, Mapping):
@@ -244,8 +250,8 @@ def _json_copy(value: Any) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise TypeError(f"key {k!r} is not a string")
-            out[k] = _json_copy(v)
+            out[k] = json_copy(v)
         return out
     if isinstance(value, (list, tuple)):
-        return [_json_copy(v) for v in value]
+        return [json_copy(v) for v in value]
     raise TypeError(f"a {type(value).__name__} value")

@@ -5,7 +5,11 @@ agent's instructions. The filter converts the items (once each:
 :class:`~ctxcore_openai_agents.cache.ConversionCache`), puts the instructions in
 front as the trusted system message (they come from the developer's code), adds
 the agent's function tools so the budget counts them, runs the pipeline, and
-returns the window as Responses input items:
+returns the window as Responses input items. Before it returns, the items of
+every window message are compared with the items that message was converted
+from; when one differs (an older item edited or replaced since it was
+converted), the items are converted by content and the pipeline builds again,
+so what is sent is always what was counted:
 
 - an item kept unchanged is returned as the runner's own object (never a copy,
   never changed), so the model receives exactly what the SDK would have sent for it;
@@ -22,6 +26,7 @@ put on the run context when the context is a mutable mapping
 from __future__ import annotations
 
 import threading
+from array import array
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +34,8 @@ from typing import Any
 from agents.run_config import CallModelData, ModelInputData
 
 from ctxcore import BudgetExceeded, BuildReport, BuiltContext, Message, Pipeline
-from ctxcore_openai_agents.cache import ConversionCache
-from ctxcore_openai_agents.converters import ITEMS_KEY, items_from_messages, recorded_items
+from ctxcore_openai_agents.cache import ConversionCache, unchanged
+from ctxcore_openai_agents.converters import FINGERPRINT_KEY, ITEMS_KEY, items_from_messages
 from ctxcore_openai_agents.errors import ContextBudgetExceeded
 
 __all__ = ["INSTRUCTIONS_SOURCE", "REPORT_KEY", "ContextFilter", "FilteredInput", "function_tools"]
@@ -40,7 +45,7 @@ INSTRUCTIONS_SOURCE = "openai-agents:instructions"
 #: where the report goes on a run context (a mapping key or an attribute name).
 REPORT_KEY = "ctxcore_report"
 
-_Converted = tuple[list[Message], list[tuple[int, int]]]
+_Converted = tuple[list[Message], "array[int]"]  # messages, and bounds: message k from items[bounds[k]:bounds[k + 1]]
 
 
 @dataclass(frozen=True)
@@ -79,18 +84,24 @@ class ContextFilter:
         self.cache = ConversionCache()
         #: the report of the last build (``None`` before the first).
         self.last_report: BuildReport | None = None
+        #: how many calls had to convert again and build twice because a window item had changed (tests, benchmarks).
+        self.rebuilds = 0
         self._instructions: tuple[str, Message] | None = None
         self._lock = threading.Lock()
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         """The filter the runner calls before each model call (``await``-ed by the SDK)."""
-        state, head, spans, items = self._prepare(data.model_data.input, data.model_data.instructions,
-                                                  function_tools(data.agent) if self.count_tools else ())
+        instructions = data.model_data.instructions
+        tools = function_tools(data.agent) if self.count_tools else ()
+        state, head, spans, items = self._prepare(data.model_data.input, instructions, tools)
         try:
-            built = await self.pipeline.abuild(state)
+            result = self._finish(await self.pipeline.abuild(state), head, spans, items)
+            if result is None:  # a window item changed since its conversion: convert by content, build again
+                state, head, spans, items = self._prepare(items, instructions, tools, exact=True)
+                result = self._finish(await self.pipeline.abuild(state), head, spans, items, verify=False)
         except BudgetExceeded as exc:
             raise _budget_error(exc) from exc
-        result = self._finish(built, head, spans, items)
+        assert result is not None
         self._publish(result.report, data.context)
         return ModelInputData(input=result.items, instructions=result.instructions)
 
@@ -104,23 +115,28 @@ class ContextFilter:
         """
         state, head, spans, listed = self._prepare(items, instructions, tools)
         try:
-            built = self.pipeline.build(state)
+            result = self._finish(self.pipeline.build(state), head, spans, listed)
+            if result is None:  # a window item changed since its conversion: convert by content, build again
+                state, head, spans, listed = self._prepare(listed, instructions, tools, exact=True)
+                result = self._finish(self.pipeline.build(state), head, spans, listed, verify=False)
         except BudgetExceeded as exc:
             raise _budget_error(exc) from exc
-        result = self._finish(built, head, spans, listed)
+        assert result is not None
         self._publish(result.report, None)
         return result
 
     # ------------------------------------------------------------ internals
-    def _prepare(self, items: Sequence[Any], instructions: str | None, tools: Sequence[Mapping[str, Any]]
-                 ) -> tuple[dict[str, Any], Message | None, _Converted, list[Any]]:
+    def _prepare(self, items: Sequence[Any], instructions: str | None, tools: Sequence[Mapping[str, Any]],
+                 exact: bool = False) -> tuple[dict[str, Any], Message | None, _Converted, list[Any]]:
         listed = list(items)
-        messages, spans = self.cache.convert(listed)
+        if exact:
+            self.rebuilds += 1
+        messages, bounds = self.cache.convert_bounds(listed, exact=exact)
         head = self._instruction_message(instructions)
         state: dict[str, Any] = {self.state_key: [head, *messages] if head is not None else messages}
         if tools:
             state["tools"] = list(tools)
-        return state, head, (messages, spans), listed
+        return state, head, (messages, bounds), listed
 
     def _instruction_message(self, instructions: str | None) -> Message | None:
         if not instructions:
@@ -131,7 +147,8 @@ class ContextFilter:
             return self._instructions[1]
 
     def _finish(self, built: BuiltContext, head: Message | None, converted: _Converted,
-                items: Sequence[Any]) -> FilteredInput:
+                items: Sequence[Any], verify: bool = True) -> FilteredInput | None:
+        """The items to send for ``built``; ``None`` when ``verify`` finds a window message whose items changed."""
         spans = _spans_of(built.messages, converted)
         out: list[Any] = []
         instructions: str | None = None
@@ -140,10 +157,16 @@ class ContextFilter:
                 instructions = m.text  # the pipeline may have changed it (neutralised markers); send what it built
                 continue
             span = spans.get(m.id)
-            if span is not None and recorded_items(m) is not None:
-                out.extend(items[span[0]:span[1]])  # unchanged: the runner's own objects
-            else:
+            if span is None:  # made by the pipeline
                 out.extend(items_from_messages([m]))
+                continue
+            mine = items[span[0]:span[1]]
+            if verify and not unchanged(mine, m):
+                return None  # counted from other items than the runner's now: convert and build again
+            if m.metadata.get(FINGERPRINT_KEY) == m.fingerprint:
+                out.extend(mine)  # unchanged: the runner's own objects
+            else:
+                out.extend(items_from_messages([m]))  # changed by a filter (truncated, ...): rendered
         return FilteredInput(items=out, instructions=instructions, built=built)
 
     def _publish(self, report: BuildReport, context: Any) -> None:
@@ -164,14 +187,14 @@ def _spans_of(window: Sequence[Message], converted: _Converted) -> dict[str, tup
     """
     wanted = {m.id for m in window if ITEMS_KEY in m.metadata}  # pipeline-made messages were never items
     found: dict[str, tuple[int, int]] = {}
-    messages, spans = converted
+    messages, bounds = converted
     for k in range(len(messages) - 1, -1, -1):
         if not wanted:
             break
         mid = messages[k].id
         if mid in wanted:
             wanted.discard(mid)
-            found[mid] = spans[k]
+            found[mid] = (bounds[k], bounds[k + 1])
     return found
 
 

@@ -78,6 +78,7 @@ class Recording:
         self.inner = inner
         self.given: list[list[Any]] = []
         self.sent: list[ModelInputData] = []
+        self.paths: list[tuple[str, int]] = []  # the conversion cache's path and conversions per call
 
     async def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         before = copy.deepcopy(data.model_data.input)
@@ -85,6 +86,7 @@ class Recording:
         assert data.model_data.input == before, "the filter changed the runner's items"
         self.given.append(before)
         self.sent.append(copy.deepcopy(out))
+        self.paths.append((self.inner.cache.last_path, self.inner.cache.last_misses))
         return out
 
 
@@ -151,6 +153,10 @@ class TestFilteredRun:
             trimmed += len(body["input"]) < len(given)
         assert trimmed >= 4, "the budget never had to trim: the test would not show the filter working"
         assert isinstance(filt.last_report, BuildReport) and context["ctxcore_report"] is filt.last_report
+        # the cache warm: every call after the first reuses the earlier conversions (the session's reloaded items too),
+        # converting only the new items (a user question, or the model's call and its result); no window item changed
+        assert recording.paths[0] == ("keyed", 1) and all(p == "growth" for p, _ in recording.paths[1:])
+        assert all(n <= 2 for _, n in recording.paths[1:]) and filt.rebuilds == 0
         assert filt.last_report.total_tokens <= WINDOW - RESERVE
 
         # the session holds every item of the conversation, untrimmed, and the newest model input was a suffix of it

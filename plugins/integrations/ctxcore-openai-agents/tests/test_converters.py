@@ -1,4 +1,4 @@
-"""Responses input items <-> ctxcore messages: the mapping, the lossless round trip, the conversion cache.
+"""Responses input items <-> ctxcore messages: the mapping, the lossless round trip, the conversion cache and its guard.
 
 The hypothesis profile runs 150 examples per property; ``CTXCORE_THOROUGH=1`` runs 2,000.
 """
@@ -6,17 +6,25 @@ The hypothesis profile runs 150 examples per property; ``CTXCORE_THOROUGH=1`` ru
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 from typing import Any
 
 import pytest
-from ctxcore_openai_agents import ConversionCache, UnsupportedItem, items_from_messages, messages_from_items
-from ctxcore_openai_agents.converters import FINGERPRINT_KEY, ITEMS_KEY
+from ctxcore_openai_agents import (
+    ContextFilter,
+    ConversionCache,
+    UnsupportedItem,
+    items_from_messages,
+    messages_from_items,
+)
+from ctxcore_openai_agents.cache import GUARD, unchanged
+from ctxcore_openai_agents.converters import FINGERPRINT_KEY, ITEMS_KEY, group_items
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore import InvalidHistory, Message, to_openai_responses
+from ctxcore import InvalidHistory, Message, Pipeline, to_openai_responses
 
 EXAMPLES = 2000 if os.environ.get("CTXCORE_THOROUGH") == "1" else 150
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -163,14 +171,25 @@ class TestCache:
         assert cache.last_misses == 1
         assert all(a is b for a, b in zip(first, again[:-1], strict=True))
 
-    def test_an_item_edited_in_place_is_converted_again(self) -> None:
-        """Editing an item's dict in place gives it another key: the stale conversion is not reused."""
+    def test_an_edit_older_than_the_guard_is_not_noticed_by_the_cache(self) -> None:
+        """The documented limit: the cache alone does not read items older than the newest GUARD messages."""
+        cache = ConversionCache()
+        history = self._history(3)
+        first, _ = cache.convert(history)
+        edited = copy.deepcopy(history)
+        edited[2]["output"] = "edited"  # message 2 of 12, older than the newest eight
+        messages, _ = cache.convert(edited)
+        assert cache.last_path == "growth" and cache.last_misses == 0 and messages[2] is first[2]
+        assert not unchanged(edited[2:3], messages[2])  # what the filter checks for every window message
+
+    def test_an_edit_in_the_newest_messages_is_converted_again(self) -> None:
+        """An item of one of the newest GUARD messages that differs from its conversion's copy fails the guard."""
         cache = ConversionCache()
         history = self._history(3)
         cache.convert(history)
-        history[2]["output"] = "edited"
+        history[-2]["output"] = "edited"
         messages, _ = cache.convert(history)
-        assert cache.last_misses == 1 and messages[2].text == "edited"
+        assert cache.last_path == "keyed" and cache.last_misses == 1 and messages[-2].text == "edited"
 
     def test_equal_items_get_one_message_each(self) -> None:
         """The same text sent twice is two messages (two ids), on a cold and on a warm call."""
@@ -215,3 +234,169 @@ class TestCache:
         cache.convert(items)
         messages, spans = cache.convert(items + [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}])
         assert [m.role for m in messages] == ["user", "assistant"] and messages[1].tool_call_ids == ("c",) and spans[1] == (1, 3)
+
+
+# ---------------------------------------------------------------- the warm filter against a cold one
+WINDOW_TOKENS, RESERVE_TOKENS = 700, 100
+words = st.text("abcdefgh ĀéŽ中", max_size=60)
+
+
+@functools.cache
+def _pipeline() -> Pipeline:
+    """One pipeline for every example (each filter has its own cache; the pipeline's own state is ctxcore's)."""
+    return Pipeline.from_string(f"""
+version: 1
+model: {{context_window: {WINDOW_TOKENS}, reserve_output_tokens: {RESERVE_TOKENS}}}
+counter: {{type: tiktoken, encoding: cl100k_base}}
+providers: [{{type: history}}]
+filters: [{{type: token_budget}}]
+""")
+
+
+def _turn_items(t: int, turn: tuple[str, list[tuple[str, str]], str, bool]) -> list[dict[str, Any]]:
+    question, calls, answer, reasoning = turn
+    items: list[dict[str, Any]] = [{"role": "user", "content": question}]
+    for k, (args, out) in enumerate(calls):
+        if reasoning:
+            items.append({"type": "reasoning", "id": f"rs_{t}_{k}", "summary": [{"type": "summary_text", "text": args}]})
+        items.append({"type": "function_call", "call_id": f"c{t}_{k}", "name": "look", "arguments": json.dumps({"q": args}),
+                      "id": f"fc_{t}_{k}", "status": "completed"})
+        items.append({"type": "function_call_output", "call_id": f"c{t}_{k}", "output": out})
+    items.append({"type": "message", "id": f"msg_{t}", "role": "assistant", "status": "completed",
+                  "content": [{"type": "output_text", "text": answer, "annotations": [], "logprobs": []}]})
+    return items
+
+
+turns = st.lists(st.tuples(words, st.lists(st.tuples(words, words), max_size=2), words, st.booleans()), min_size=1, max_size=14)
+EDIT_KINDS = ("text", "nested", "insert", "delete_user")
+edits = st.lists(st.tuples(st.floats(0, 1), st.sampled_from(EDIT_KINDS), words), max_size=3)
+
+
+def _runner_copy(items: list[Any]) -> list[Any]:
+    """The items as the runner re-creates them every call (the SDK's own function: dicts and lists new, strings shared)."""
+    from agents import ItemHelpers
+
+    return list(ItemHelpers.input_to_new_input_list(items))
+
+
+def _edit(items: list[dict[str, Any]], where: float, kind: str, new: str) -> int | None:
+    """Apply one edit to ``items`` in place; the edited index when it keeps the list's shape, else ``None``."""
+    i = min(int(where * len(items)), len(items) - 1)
+    item = items[i]
+    if kind == "insert":
+        items.insert(i, {"role": "user", "content": new})
+        return None
+    if kind == "delete_user":
+        if item.get("role") == "user" and i > 0:
+            del items[i]
+        return None
+    if kind == "nested" and isinstance(item.get("content"), list):
+        item["content"][0]["text"] = new + "!"  # the part dict edited inside its list
+    elif kind == "nested" and isinstance(item.get("summary"), list):
+        item["summary"].append({"type": "summary_text", "text": new})
+    elif "output" in item:
+        item["output"] = new + "?"
+    elif "arguments" in item:
+        item["arguments"] = json.dumps({"q": new + "?"})
+    elif isinstance(item.get("content"), str):
+        item["content"] = new + "?"
+    elif "summary" in item:
+        item["summary"][0]["text"] = new + "?"
+    else:
+        item["content"][0]["text"] = new + "?"
+    return i
+
+
+def _sent_by_identity(out: list[Any], runner: list[Any]) -> list[Any]:
+    ids = {id(x): k for k, x in enumerate(runner)}
+    return [ids.get(id(x), json.dumps(x, sort_keys=True)) for x in out]
+
+
+class TestWarmFilter:
+    @settings(PROPERTY, max_examples=max(EXAMPLES // 3, 40))
+    @given(turns, edits, st.booleans())
+    def test_warm_filter_sends_what_a_cold_one_sends(self, history_turns: list[Any], changes: list[Any], reload: bool) -> None:
+        """A filter with its cache warm, on the next call's items (runner copies, edits old and new, reloaded), against a cold filter.
+
+        Always: every window message that came from items was counted from exactly the items sent for it. When the
+        edits touch only the newest GUARD messages (or there are none, or the items were reloaded from JSON), the warm
+        filter sends exactly what a filter with an empty cache sends.
+        """
+        history = [i for t, turn in enumerate(history_turns) for i in _turn_items(t, turn)]
+        warm = ContextFilter(_pipeline())
+        warm.apply(history, "Be brief.")
+        nxt = _runner_copy(history + [{"role": "user", "content": "and now?"}])
+        guarded_from = group_items(history)[-GUARD:][0][0]  # the first item of the newest GUARD messages
+        exact = True
+        for where, kind, new in changes:
+            index = _edit(nxt, where, kind, new)
+            exact = exact and index is not None and index >= guarded_from
+        if reload:
+            nxt = json.loads(json.dumps(nxt))  # a session's items: equal content, new string objects
+        got = warm.apply(nxt, "Be brief.")
+        cold = ContextFilter(_pipeline()).apply(nxt, "Be brief.")  # an empty cache
+
+        converted = [m for m in got.built.messages if ITEMS_KEY in m.metadata]
+        runners = {id(x) for x in nxt}
+        assert all(id(x) in runners for x in got.items[len(got.items) - sum(len(m.metadata[ITEMS_KEY]) for m in converted):])
+        own = [x for x in got.items if id(x) in runners]  # the pipeline's own note (a system item) aside
+        assert [(m.role, m.text, m.tool_call_ids) for m in messages_from_items(own)] == [
+            (m.role, m.text, m.tool_call_ids) for m in converted]  # counted == sent
+        assert got.report.total_tokens <= WINDOW_TOKENS - RESERVE_TOKENS and got.instructions == "Be brief."
+        if exact:
+            assert _sent_by_identity(got.items, nxt) == _sent_by_identity(cold.items, nxt)
+            assert got.report.total_tokens == cold.report.total_tokens
+
+    def _long(self) -> list[dict[str, Any]]:
+        return [i for t in range(12) for i in _turn_items(t, (f"question {t}", [("a", "result " * 5)], f"answer {t}", False))]
+
+    def test_an_old_edit_in_the_window_is_noticed_and_built_again(self) -> None:
+        """An item older than the guard, kept by the window, edited since: the filter converts again and builds twice."""
+        pipeline = Pipeline.from_string(_pipeline_yaml(8000))
+        filt = ContextFilter(pipeline)
+        history = self._long()
+        filt.apply(history)
+        nxt = _runner_copy(history)
+        nxt[2]["output"] = "edited"  # message 2, far older than the newest eight, inside an 8,000-token window
+        out = filt.apply(nxt)
+        assert filt.rebuilds == 1 and filt.cache.last_path == "keyed" and filt.cache.last_misses == 1
+        assert any(x is nxt[2] for x in out.items) and [m.text for m in out.built.messages if m.role == "tool"][0] == "edited"
+
+    def test_the_runners_call_builds_again_too(self) -> None:
+        """The same through the runner's entry point (``await filter(CallModelData)``), which builds with ``abuild``."""
+        import asyncio
+
+        from agents.run_config import CallModelData, ModelInputData
+
+        def call(items: list[Any]) -> Any:
+            return CallModelData(model_data=ModelInputData(input=items, instructions="Be brief."), agent=None, context=None)  # type: ignore[arg-type]
+
+        filt = ContextFilter(Pipeline.from_string(_pipeline_yaml(8000)))
+        history = self._long()
+        asyncio.run(filt(call(history)))
+        nxt = _runner_copy(history)
+        nxt[2]["output"] = "edited"
+        out = asyncio.run(filt(call(nxt)))
+        assert filt.rebuilds == 1 and any(x is nxt[2] for x in out.input) and out.instructions == "Be brief."
+        assert filt.cache.convert(nxt)[0][2].text == "edited"  # counted from the edited item
+
+    def test_an_old_edit_outside_the_window_is_not_noticed(self) -> None:
+        """The documented limit: an old item the window drops, edited in the same shape, keeps its old conversion."""
+        filt = ContextFilter(_pipeline())
+        history = self._long()
+        filt.apply(history)
+        nxt = _runner_copy(history)
+        nxt[2]["output"] = "edited"
+        out = filt.apply(nxt)
+        assert filt.rebuilds == 0 and filt.cache.last_path == "growth" and not any(x is nxt[2] for x in out.items)
+        assert filt.cache.convert(nxt)[0][2].text == "result " * 5  # the old conversion, among the dropped messages
+
+
+def _pipeline_yaml(window: int) -> str:
+    return f"""
+version: 1
+model: {{context_window: {window}, reserve_output_tokens: 100}}
+counter: {{type: tiktoken, encoding: cl100k_base}}
+providers: [{{type: history}}]
+filters: [{{type: token_budget}}]
+"""
