@@ -477,31 +477,46 @@ class TestExtensionProofs:
     """One prefix check (by the history provider) serves every later walk of the build."""
 
     def test_history_structure_proves_it_extends_the_last_one_only_after_appends(self) -> None:
+        """The history's snapshots share one append-only list while the state only grows; an edit makes a new list."""
         provider = History()
         items = [human("a", id="a"), ai("b", id="b")]
         first = structure_of(provider.get_messages({"messages": items}, {}))
         items.append(human("c", id="c"))
         second = structure_of(provider.get_messages({"messages": items}, {}))
-        assert isinstance(second, Snapshot) and second.extends == (first, len(first))
+        assert isinstance(first, Snapshot) and isinstance(second, Snapshot)
+        assert second.extends(first) and second.items is first.items
+        assert [m.id for m in first] == ["a", "b"] and len(first) == 2  # the earlier snapshot did not grow
         items[0] = human("edited", id="a")
         third = structure_of(provider.get_messages({"messages": items}, {}))
-        assert third.extends is None
+        assert isinstance(third, Snapshot) and not third.extends(second) and third.items is not second.items
+        assert [m.text for m in second] == ["a", "b", "c"]  # the edit is not seen through the old snapshot
 
     def test_chain_extends_previous_only_when_earlier_parts_are_unchanged(self) -> None:
+        """A chain appends to the previous chain's list only when it provably extends it, and never changes it."""
         sys_a = [system("s", id="s")]
-        old = Snapshot([human("a", id="a")])
-        grown = Snapshot([*old, human("b", id="b")], extends=(old, len(old)))
+        store = [human("a", id="a")]
+        old = Snapshot(store)
+        store.append(human("b", id="b"))
+        grown = Snapshot(store)
         previous = MessageChain([LazyMessages(list(sys_a)), LazyMessages(old)])
         chain = MessageChain([LazyMessages(list(sys_a)), LazyMessages(grown)], previous=previous)
-        assert chain.structure.extends == (previous.structure, 2)  # type: ignore[attr-defined]
+        assert chain.structure.extends(previous.structure)
+        assert [m.id for m in previous.structure] == ["s", "a"] and [m.id for m in chain.structure] == ["s", "a", "b"]
         other_prompt = MessageChain([LazyMessages([system("t", id="t")]), LazyMessages(grown)], previous=previous)
-        assert other_prompt.structure.extends is None  # type: ignore[attr-defined]
+        assert not other_prompt.structure.extends(previous.structure)
         unproven = MessageChain([LazyMessages(list(sys_a)), LazyMessages([*old, human("b", id="b")])], previous=previous)
-        assert unproven.structure.extends is None  # type: ignore[attr-defined]
+        assert not unproven.structure.extends(previous.structure)
+        # a second chain from the same previous one: the list grew past it already, so a copy is extended
+        again = MessageChain([LazyMessages(list(sys_a)), LazyMessages(grown)], previous=previous)
+        assert again.structure.items is not chain.structure.items and again.structure == chain.structure
+        assert [m.id for m in previous.structure] == ["s", "a"] and len(chain.structure.items) == 3
 
-    def test_prefix_memo_trusts_a_proof_and_compares_otherwise(self) -> None:
+    def test_prefix_memo_trusts_a_snapshot_of_the_same_list_and_compares_otherwise(self) -> None:
+        """A snapshot of the list seen resumes without a comparison; another list is compared."""
         memo: PrefixMemo[int] = PrefixMemo()
-        base = [human(str(k), id=str(k)) for k in range(3)]
-        memo.save(base, 7)
-        assert memo.resume(Snapshot([*base, human("n", id="n")], extends=(base, 3))) == (7, 3)
-        assert memo.resume(Snapshot([*base[:2], human("x", id="x"), human("n", id="n")])) == (None, 0)
+        store = [human(str(k), id=str(k)) for k in range(3)]
+        memo.save(Snapshot(store), 7)
+        store.append(human("n", id="n"))
+        assert memo.resume(Snapshot(store)) == (7, 3)
+        assert memo.resume(Snapshot([*store[:2], human("x", id="x"), human("n", id="n")])) == (None, 0)
+        assert memo.resume([*store]) == (7, 3)  # an equal list: compared, same answer
