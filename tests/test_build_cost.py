@@ -466,6 +466,37 @@ class TestWindowReuse:
         assert built.messages == fresh.messages and len(built.messages) > 50
 
 
+SLICE_BOUND = st.one_of(st.none(), st.integers(-15, 15))
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(0, 10), data=st.data())
+def test_a_snapshot_reads_the_prefix_it_was_taken_of_after_any_appends(n: int, data: Any) -> None:
+    """A Snapshot indexes, slices (any step), iterates, reverses and compares exactly like the prefix of
+    its list it was taken of, however much is appended to the list afterwards."""
+    items = [human(str(k), id=str(k)) for k in range(n)]
+    length = data.draw(st.integers(0, n))
+    snapshot = Snapshot(items, length)
+    expected = items[:length]
+    items.extend(human(f"later {k}") for k in range(data.draw(st.integers(0, 5))))
+    assert len(snapshot) == length and list(snapshot) == expected and snapshot.tolist() == expected
+    assert list(reversed(snapshot)) == expected[::-1] and snapshot == expected and snapshot == Snapshot(expected)
+    for _ in range(5):
+        cut = slice(data.draw(SLICE_BOUND), data.draw(SLICE_BOUND), data.draw(st.sampled_from([None, 1, 2, -1, -2, 3])))
+        assert snapshot[cut] == expected[cut]
+        index = data.draw(st.integers(-length - 2, length + 1))
+        if -length <= index < length:
+            assert snapshot[index] is expected[index]
+        else:
+            with pytest.raises(IndexError):
+                snapshot[index]
+    later = Snapshot(items)
+    assert later.extends(snapshot) and snapshot.extends(later) == (len(items) == length)
+    assert not Snapshot(list(items)).extends(snapshot)  # another list proves nothing, whatever it holds
+    with pytest.raises(ValueError):
+        Snapshot(items, len(items) + 1)
+
+
 class TestLazyPieces:
     def test_lazy_messages_transform_once_and_only_when_read(self) -> None:
         """A transform runs on first read of a message and its result is reused by later sequences."""

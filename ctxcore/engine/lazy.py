@@ -94,7 +94,11 @@ class Snapshot(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            return self.items[slice(*index.indices(self.length))]
+            start, stop, step = index.indices(self.length)
+            if step > 0:
+                return self.items[start:stop:step]
+            items = self.items  # backward: a stop of -1 ("before the first") would mean the list's last item
+            return [items[i] for i in range(start, stop, step)]
         if index < 0:
             index += self.length
         if not 0 <= index < self.length:
