@@ -8,6 +8,7 @@ the report of a build from scratch, whatever happened to the history in between.
 
 from __future__ import annotations
 
+import copy
 import sys
 import tracemalloc
 from pathlib import Path
@@ -318,6 +319,11 @@ def outcome(builder: ContextBuilder, history: list[Any]) -> Any:
         built: BuiltContext = builder.build({"messages": history})
     except CtxError as exc:
         return type(exc).__name__, str(exc)
+    return read(built)
+
+
+def read(built: BuiltContext) -> Any:
+    """A build's messages and report (its records made now, on this first read), comparable across builders."""
     removed = built.report.removed_count  # before the records exist: read from the recorded ranges
     report = built.report.to_dict()
     assert removed == sum(1 for r in built.report.records if r.fate in ("dropped", "compressed"))
@@ -341,6 +347,31 @@ def test_incremental_builds_equal_builds_from_scratch(start: list[Message], budg
         assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
         history = mutate(history, data, "openai" if form == "Message" else form)
     assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(start=histories(), budget=st.integers(40, 400), data=st.data())
+def test_an_earlier_build_does_not_change_when_the_history_changes_afterwards(start: list[Message], budget: int, data: Any) -> None:
+    """The history provider and the chain share append-only lists across builds (snapshots read through a
+    length, engine.lazy.Snapshot): whatever happens to the state's list afterwards (appends, edits in place,
+    truncation, a new list, another API's form), an earlier build's messages and report, read only at the
+    end, are what a fresh builder gave for the history as it was then."""
+    counter = TiktokenCounter("cl100k_base")
+    options = data.draw(st.sampled_from([{}, {"on_overflow": "warn"}]))
+    reused = agent_builder(counter, budget, **options)
+    form = data.draw(st.sampled_from(["Message", "openai", "anthropic", "responses"]))
+    history: list[Any] = list(start) if form == "Message" else as_form(start, form)
+    builds: list[tuple[BuiltContext, Any]] = []
+    for _ in range(data.draw(st.integers(2, 6))):
+        try:
+            built = reused.build({"messages": history})
+        except CtxError:
+            built = None
+        if built is not None:  # read the report only at the end; a fresh build of a private copy, read now
+            builds.append((built, outcome(agent_builder(counter, budget, **options), copy.deepcopy(history))))
+        history = mutate(history, data, "openai" if form == "Message" else form)
+    for built, expected in builds:
+        assert read(built) == expected
 
 
 @st.composite
@@ -435,6 +466,37 @@ class TestWindowReuse:
         assert built.messages == fresh.messages and len(built.messages) > 50
 
 
+SLICE_BOUND = st.one_of(st.none(), st.integers(-15, 15))
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(0, 10), data=st.data())
+def test_a_snapshot_reads_the_prefix_it_was_taken_of_after_any_appends(n: int, data: Any) -> None:
+    """A Snapshot indexes, slices (any step), iterates, reverses and compares exactly like the prefix of
+    its list it was taken of, however much is appended to the list afterwards."""
+    items = [human(str(k), id=str(k)) for k in range(n)]
+    length = data.draw(st.integers(0, n))
+    snapshot = Snapshot(items, length)
+    expected = items[:length]
+    items.extend(human(f"later {k}") for k in range(data.draw(st.integers(0, 5))))
+    assert len(snapshot) == length and list(snapshot) == expected and snapshot.tolist() == expected
+    assert list(reversed(snapshot)) == expected[::-1] and snapshot == expected and snapshot == Snapshot(expected)
+    for _ in range(5):
+        cut = slice(data.draw(SLICE_BOUND), data.draw(SLICE_BOUND), data.draw(st.sampled_from([None, 1, 2, -1, -2, 3])))
+        assert snapshot[cut] == expected[cut]
+        index = data.draw(st.integers(-length - 2, length + 1))
+        if -length <= index < length:
+            assert snapshot[index] is expected[index]
+        else:
+            with pytest.raises(IndexError):
+                snapshot[index]
+    later = Snapshot(items)
+    assert later.extends(snapshot) and snapshot.extends(later) == (len(items) == length)
+    assert not Snapshot(list(items)).extends(snapshot)  # another list proves nothing, whatever it holds
+    with pytest.raises(ValueError):
+        Snapshot(items, len(items) + 1)
+
+
 class TestLazyPieces:
     def test_lazy_messages_transform_once_and_only_when_read(self) -> None:
         """A transform runs on first read of a message and its result is reused by later sequences."""
@@ -477,31 +539,79 @@ class TestExtensionProofs:
     """One prefix check (by the history provider) serves every later walk of the build."""
 
     def test_history_structure_proves_it_extends_the_last_one_only_after_appends(self) -> None:
+        """The history's snapshots share one append-only list while the state only grows; an edit makes a new list."""
         provider = History()
         items = [human("a", id="a"), ai("b", id="b")]
         first = structure_of(provider.get_messages({"messages": items}, {}))
         items.append(human("c", id="c"))
         second = structure_of(provider.get_messages({"messages": items}, {}))
-        assert isinstance(second, Snapshot) and second.extends == (first, len(first))
+        assert isinstance(first, Snapshot) and isinstance(second, Snapshot)
+        assert second.extends(first) and second.items is first.items
+        assert [m.id for m in first] == ["a", "b"] and len(first) == 2  # the earlier snapshot did not grow
         items[0] = human("edited", id="a")
         third = structure_of(provider.get_messages({"messages": items}, {}))
-        assert third.extends is None
+        assert isinstance(third, Snapshot) and not third.extends(second) and third.items is not second.items
+        assert [m.text for m in second] == ["a", "b", "c"]  # the edit is not seen through the old snapshot
 
     def test_chain_extends_previous_only_when_earlier_parts_are_unchanged(self) -> None:
+        """A chain appends to the previous chain's list only when it provably extends it, and never changes it."""
         sys_a = [system("s", id="s")]
-        old = Snapshot([human("a", id="a")])
-        grown = Snapshot([*old, human("b", id="b")], extends=(old, len(old)))
+        store = [human("a", id="a")]
+        old = Snapshot(store)
+        store.append(human("b", id="b"))
+        grown = Snapshot(store)
         previous = MessageChain([LazyMessages(list(sys_a)), LazyMessages(old)])
         chain = MessageChain([LazyMessages(list(sys_a)), LazyMessages(grown)], previous=previous)
-        assert chain.structure.extends == (previous.structure, 2)  # type: ignore[attr-defined]
+        assert chain.structure.extends(previous.structure)
+        assert [m.id for m in previous.structure] == ["s", "a"] and [m.id for m in chain.structure] == ["s", "a", "b"]
         other_prompt = MessageChain([LazyMessages([system("t", id="t")]), LazyMessages(grown)], previous=previous)
-        assert other_prompt.structure.extends is None  # type: ignore[attr-defined]
+        assert not other_prompt.structure.extends(previous.structure)
         unproven = MessageChain([LazyMessages(list(sys_a)), LazyMessages([*old, human("b", id="b")])], previous=previous)
-        assert unproven.structure.extends is None  # type: ignore[attr-defined]
+        assert not unproven.structure.extends(previous.structure)
+        # a second chain from the same previous one: the list grew past it already, so a copy is extended
+        again = MessageChain([LazyMessages(list(sys_a)), LazyMessages(grown)], previous=previous)
+        assert again.structure.items is not chain.structure.items and again.structure == chain.structure
+        assert [m.id for m in previous.structure] == ["s", "a"] and len(chain.structure.items) == 3
 
-    def test_prefix_memo_trusts_a_proof_and_compares_otherwise(self) -> None:
+    def test_a_next_turn_copies_no_history_list(self) -> None:
+        """After an append, the history's snapshot and the chain's structure are the last build's lists,
+        grown in place (only the new message copied), while the last build still reads its own length."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"), 4_000)
+        history = [m.to_openai() for m in as_messages(coding_agent_transcript(300))]
+        state = {"messages": history}
+        first = builder.build(state)
+        chain = builder._last_chain
+        assert chain is not None
+        history.append({"role": "user", "content": "one more"})
+        second = builder.build(state)
+        grown = builder._last_chain
+        assert grown is not None and grown.structure.items is chain.structure.items
+        assert len(grown) == len(chain) + 1 and grown.parts[-1].structure.extends(chain.parts[-1].structure)
+        assert first.report.removed_count == len(chain) - len(first.messages)  # the old build's length, not the list's
+        assert second.messages[-1].text == "one more" and first.messages[-1].text != "one more"
+
+    def test_history_ids_of_a_snapshot_are_its_own(self) -> None:
+        """An earlier result's has_id does not see ids appended later (nor lose ids when the provider
+        takes back a run of Responses calls to join a new call to it)."""
+        provider = History(annotate=False)
+        items: list[Any] = [{"role": "user", "content": "q"}, {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]
+        first = provider.get_messages({"messages": items}, {})
+        assert isinstance(first, LazyMessages)
+        ids = [m.id for m in first]
+        items.append({"type": "function_call", "call_id": "c2", "name": "f", "arguments": "{}"})  # joins the open run
+        items.append({"role": "user", "content": "r"})
+        second = provider.get_messages({"messages": items}, {})
+        assert isinstance(second, LazyMessages) and len(second) == 3
+        assert [m.id for m in first] == ids and all(map(first.has_id, ids))
+        assert not first.has_id(second[-1].id) and second.has_id(second[-1].id)
+        assert len(first[1].tool_calls) == 1 and len(second[1].tool_calls) == 2
+
+    def test_prefix_memo_trusts_a_snapshot_of_the_same_list_and_compares_otherwise(self) -> None:
+        """A snapshot of the list seen resumes without a comparison; another list is compared."""
         memo: PrefixMemo[int] = PrefixMemo()
-        base = [human(str(k), id=str(k)) for k in range(3)]
-        memo.save(base, 7)
-        assert memo.resume(Snapshot([*base, human("n", id="n")], extends=(base, 3))) == (7, 3)
-        assert memo.resume(Snapshot([*base[:2], human("x", id="x"), human("n", id="n")])) == (None, 0)
+        store = [human(str(k), id=str(k)) for k in range(3)]
+        memo.save(Snapshot(store), 7)
+        store.append(human("n", id="n"))
+        assert memo.resume(Snapshot(store)) == (7, 3)
+        assert memo.resume(Snapshot([*store[:2], human("x", id="x"), human("n", id="n")])) == (None, 0)
+        assert memo.resume([*store]) == (7, 3)  # an equal list: compared, same answer

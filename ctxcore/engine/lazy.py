@@ -1,7 +1,8 @@
 """Lazy message sequences: a build pays only for the messages it looks at.
 
 A long conversation is handed through the build as a :class:`LazyMessages`: a
-``structure`` list (the stored messages, held by pointer) plus a stack of
+``structure`` (the stored messages, held by pointer: a list, or a
+:class:`Snapshot` of an append-only list) plus a stack of
 *structure-preserving* transforms (the history provider's annotation and marker
 neutralising, the builder's ``source`` stamp). A transform may change content,
 metadata and provenance but never ``id``, ``role``, ``zone``, ``priority``,
@@ -14,13 +15,25 @@ identity is stable across builds), so the next build reuses it.
 :class:`MessageChain` concatenates several sequences (one per provider).
 :class:`PrefixMemo` remembers the list a walk last saw and the walk's state, so
 the next walk over an append-only list resumes after the unchanged prefix
-(checked by one C-level pointer comparison, never a per-message Python loop).
+(proven by a :class:`Snapshot`'s identity and length, else checked by one
+C-level pointer comparison, never a per-message Python loop).
+
+Why snapshots: a next turn's history is the last one plus a message. Copying
+the 20,000 pointers of a long history (the provider's snapshot of its
+messages, the chain's concatenation) is C-level, but it touches every stored
+message's reference count, and after a cache flush (a model call, a garbage
+collection) each is a memory miss: two such copies were most of what a next
+turn at 20,000 messages cost beyond one at 2,000. A snapshot is taken by
+pointer instead, and whatever happens to the list later (only appends) leaves
+every earlier build's view, output and report as they were.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from itertools import islice
+from operator import is_
 from typing import (
     Any,
     Generic,
@@ -37,21 +50,84 @@ Memo = dict[int, tuple[Message, Message]]
 S = TypeVar("S")
 
 
-class Snapshot(list[Message]):
-    """A structure list that may carry a proof that it extends an earlier one.
+class Snapshot(Sequence[Message]):
+    """The first ``length`` items of an append-only list: what later appends cannot change.
 
-    ``extends`` is ``(earlier, n)`` when whoever made this list checked that its
-    first ``n`` items are the items of ``earlier`` (a list of length ``n`` that
-    nobody mutates), else ``None``. A :class:`PrefixMemo` that saved
-    ``earlier`` then resumes by pointer identity, without comparing the
-    prefix again: one check by the history provider serves every later walk.
+    ``items`` is a list its owner only ever appends to: an item at a position
+    below any published length is never replaced or removed, and a change
+    other than an append is made on a *new* list. So a snapshot reads
+    ``items[:length]`` forever, at no cost: no copy is made when it is taken,
+    and the next build's snapshot of the same list proves that it extends this
+    one by identity and length alone (:meth:`extends`), without comparing a
+    single message. The history provider and :class:`MessageChain` make them.
+
+    Args:
+        items: the append-only list (not copied; any other iterable is copied
+            into a new list).
+        length: how many of its items belong to the snapshot (default: all).
+
+    Raises:
+        ValueError: ``length`` is negative or more than ``items`` holds.
     """
 
-    __slots__ = ("extends",)
+    __slots__ = ("items", "length")
 
-    def __init__(self, items: Iterable[Message] = (), extends: tuple[list[Message], int] | None = None) -> None:
-        super().__init__(items)
-        self.extends = extends
+    def __init__(self, items: Iterable[Message] = (), length: int | None = None) -> None:
+        self.items: list[Message] = items if type(items) is list else list(items)
+        self.length = len(self.items) if length is None else length
+        if not 0 <= self.length <= len(self.items):
+            raise ValueError(f"snapshot length {length} outside 0..{len(self.items)}")
+
+    def extends(self, other: object) -> bool:
+        """Whether this snapshot holds every item of ``other`` at the same place (``other``'s list, no shorter)."""
+        return isinstance(other, Snapshot) and other.items is self.items and other.length <= self.length
+
+    def tolist(self) -> list[Message]:
+        """The items as a new list (one C-level copy)."""
+        return self.items[:self.length]
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.length)
+            if step > 0:
+                return self.items[start:stop:step]
+            items = self.items  # backward: a stop of -1 ("before the first") would mean the list's last item
+            return [items[i] for i in range(start, stop, step)]
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError("snapshot index out of range")
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Iterator[Message]:
+        return islice(self.items, self.length)
+
+    def __reversed__(self) -> Iterator[Message]:
+        items = self.items
+        return (items[i] for i in range(self.length - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Snapshot):
+            if other.items is self.items:
+                return other.length == self.length
+            return self.length == other.length and self.tolist() == other.tolist()
+        if isinstance(other, list):
+            return self.length == len(other) and self.tolist() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Snapshot({self.length} of {len(self.items)} items)"
 
 
 class LazyMessages(Sequence[Message]):
@@ -59,11 +135,12 @@ class LazyMessages(Sequence[Message]):
 
     Args:
         structure: the stored messages (not copied: the caller gives a list it
-            will not mutate).
+            will not mutate, or a :class:`Snapshot`).
         layers: ``(transform, memo)`` pairs applied in order; each memo maps
             ``id(stored message)`` to ``(stored message, transformed)`` and may be
             shared across builds by whoever owns it.
-        id_sets: sets that together hold every id in ``structure`` (answering
+        id_sets: containers (sets, or a provider's own view of its ids) that
+            together hold exactly the ids in ``structure`` (answering
             :meth:`has_id` without a walk); computed on first use when absent.
     """
 
@@ -71,9 +148,9 @@ class LazyMessages(Sequence[Message]):
 
     def __init__(
         self,
-        structure: list[Message],
+        structure: list[Message] | Snapshot,
         layers: Sequence[tuple[Transform, Memo]] = (),
-        id_sets: Sequence[set[str] | frozenset[str]] | None = None,
+        id_sets: Sequence[Container[str]] | None = None,
     ) -> None:
         self.structure = structure
         self.layers = tuple(layers)
@@ -132,39 +209,56 @@ class LazyMessages(Sequence[Message]):
 class MessageChain(Sequence[Message]):
     """Several message sequences read as one, without copying their messages.
 
-    ``structure`` is the concatenation of the parts' structures (a list of
-    pointers built once); indexing finds the part and asks it.
+    ``structure`` is the concatenation of the parts' structures: a
+    :class:`Snapshot` of a list of pointers. When the chain provably extends
+    ``previous`` (see :meth:`_extends`) that list is ``previous``'s, with only
+    the last part's new items appended, so a next turn copies what is new, not
+    the history; otherwise it is a new list. Indexing finds the part and asks it.
     """
 
     __slots__ = ("parts", "structure", "_offsets")
 
     def __init__(self, parts: Iterable[Sequence[Message]], previous: MessageChain | None = None) -> None:
         self.parts = [p for p in parts if len(p)]
-        self.structure: list[Message] = Snapshot(extends=self._extends(previous))
         self._offsets: list[int] = []
+        total = 0
         for p in self.parts:
-            self._offsets.append(len(self.structure))
-            self.structure.extend(structure_of(p))
+            self._offsets.append(total)
+            total += len(p)
+        base = self._grown(previous)
+        if base is None:
+            base = []
+            for p in self.parts:
+                base.extend(_pointers(structure_of(p)))
+        self.structure = Snapshot(base, total)
 
-    def _extends(self, previous: MessageChain | None) -> tuple[list[Message], int] | None:
-        """``(previous.structure, its length)`` when this chain provably extends ``previous``.
+    def _grown(self, previous: MessageChain | None) -> list[Message] | None:
+        """``previous``'s list with the new items of the last part appended, when this chain extends ``previous``.
 
         True when every part but the last holds the same messages as the
         previous chain's part (a small list compared, or the very same list),
         and the last part is the previous last part or a :class:`Snapshot`
-        proven to extend it.
+        extending it. The list is appended to in place only when nothing was
+        appended to it past ``previous`` (else a copy of ``previous``'s items is
+        the new list), so every earlier chain keeps reading its own items.
         """
         if previous is None or not self.parts or len(self.parts) != len(previous.parts):
             return None
         for mine, theirs in zip(self.parts[:-1], previous.parts[:-1], strict=True):
             a, b = structure_of(mine), structure_of(theirs)
-            if a is not b and a != b:
+            if a is not b and (len(a) != len(b) or not all(map(is_, a, b))):  # the same objects, not equal copies
                 return None
+        grown = previous.structure
+        had = grown.length - previous._offsets[-1]  # the previous last part's length when it was chained
         last, before = structure_of(self.parts[-1]), structure_of(previous.parts[-1])
-        proof = getattr(last, "extends", None)
-        if last is before or (proof is not None and proof[0] is before and proof[1] == len(before)):
-            return previous.structure, len(previous.structure)
-        return None
+        if last is before:
+            if len(last) != had:  # a list that grew since it was chained: not proven
+                return None
+        elif not (isinstance(last, Snapshot) and last.extends(before)):
+            return None
+        base = grown.items if len(grown.items) == grown.length else grown.tolist()
+        base.extend(last[had:])  # a slice of the new items only
+        return base
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -174,7 +268,7 @@ class MessageChain(Sequence[Message]):
 
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
         if isinstance(index, slice):
-            start, stop, step = index.indices(len(self.structure))
+            start, stop, step = index.indices(self.structure.length)
             if step != 1:
                 return [self[i] for i in range(start, stop, step)]
             out: list[Message] = []
@@ -186,15 +280,16 @@ class MessageChain(Sequence[Message]):
                 out.extend(part[start - offset:end - offset])
                 start, k = end, k + 1
             return out
+        n = self.structure.length
         if index < 0:
-            index += len(self.structure)
-        if not 0 <= index < len(self.structure):
+            index += n
+        if not 0 <= index < n:
             raise IndexError("message index out of range")
         k = bisect_right(self._offsets, index) - 1
         return self.parts[k][index - self._offsets[k]]
 
     def __len__(self) -> int:
-        return len(self.structure)
+        return self.structure.length
 
     def __iter__(self) -> Iterator[Message]:
         for p in self.parts:
@@ -221,31 +316,43 @@ class MessageChain(Sequence[Message]):
         return f"MessageChain({len(self)} messages in {len(self.parts)} parts)"
 
 
+def _pointers(structure: Sequence[Message]) -> Sequence[Message]:
+    """What ``list.extend`` copies fastest: a snapshot's list itself when the snapshot holds all of it."""
+    if isinstance(structure, Snapshot):
+        items = structure.items
+        return items if len(items) == structure.length else items[:structure.length]
+    return structure
+
+
 def is_lazy(messages: Sequence[Message]) -> bool:
     """Whether ``messages`` is a lazy sequence (materialise it for code that needs a list)."""
     return isinstance(messages, (LazyMessages, MessageChain))
 
 
 def structure_of(messages: Sequence[Message]) -> Sequence[Message]:
-    """What to read ids, roles, zones, priorities and tool calls from without transforming anything."""
+    """What to read ids, roles, zones, priorities and tool calls from without transforming anything.
+
+    A list or a :class:`Snapshot` (the structure of a lazy sequence), else ``messages`` itself.
+    """
     structure = getattr(messages, "structure", None)
-    return structure if isinstance(structure, list) else messages
+    return structure if isinstance(structure, (list, Snapshot)) else messages
 
 
 class PrefixMemo(Generic[S]):
     """The state of a left-to-right walk, resumable on an append-only list.
 
     ``resume(items)`` returns ``(state, start)``: the remembered state and the
-    index to continue from when ``items`` begins with the list seen last time
-    (same objects, or equal ones), else ``(None, 0)``. ``save(items, state)``
-    remembers a finished walk. The prefix check is one C-level list comparison:
-    identical elements compare by pointer.
+    index to continue from when ``items`` begins with the items seen last time,
+    else ``(None, 0)``. ``save(items, state)`` remembers a finished walk. Two
+    snapshots of the same append-only list prove it by identity and length
+    (:meth:`Snapshot.extends`: nothing compared); anything else costs one
+    C-level list comparison (identical elements compare by pointer).
     """
 
     __slots__ = ("_items", "_state")
 
     def __init__(self) -> None:
-        self._items: list[Any] = []
+        self._items: list[Any] | Snapshot = []
         self._state: S | None = None
 
     def resume(self, items: Sequence[Any]) -> tuple[S | None, int]:
@@ -254,21 +361,21 @@ class PrefixMemo(Generic[S]):
         n = len(seen)
         if self._state is None or n == 0 or len(items) < n:
             return None, 0
-        proof = getattr(items, "extends", None)
-        if proof is not None and proof[0] is seen and proof[1] == n:
-            return self._state, n  # proven by whoever made ``items``: no comparison
-        if items[n - 1] is not seen[-1] or items[0] is not seen[0]:
+        if isinstance(items, Snapshot) and items.extends(seen):
+            return self._state, n  # the same append-only list, no shorter: nothing to compare
+        if items[n - 1] is not seen[n - 1] or items[0] is not seen[0]:
             return None, 0
-        prefix = items if len(items) == n else items[:n]
-        if (prefix if isinstance(prefix, list) else list(prefix)) != seen:
+        prefix = items[:n]
+        if (prefix if isinstance(prefix, list) else list(prefix)) != (seen if isinstance(seen, list) else seen.tolist()):
             return None, 0
         return self._state, n
 
     def save(self, items: Sequence[Any], state: S) -> None:
         """Remember ``state`` as the result of walking all of ``items``.
 
-        A list is kept by reference (no copy): the caller hands over a list it
-        will not mutate (a fresh slice, a chain's structure).
+        A list or a :class:`Snapshot` is kept by reference (no copy): the caller
+        hands over a list it will not mutate (a fresh slice), or a snapshot,
+        which later appends to its list do not change.
         """
-        self._items = items if isinstance(items, list) else list(items)
+        self._items = items if isinstance(items, (list, Snapshot)) else list(items)
         self._state = state

@@ -7,7 +7,12 @@ dict's API is told; :func:`ctxcore.messages_from_anthropic` and
 stable id derived from its position and content (:func:`_stable_id`), so the
 same conversation built twice yields the same ids (reports line up across turns).
 
-Converted items are remembered by reference. Growth is proven, not re-compared:
+Converted items are remembered by reference, in a list the provider only
+appends to (any other change makes a new list), and each build's result is a
+:class:`~ctxcore.engine.lazy.Snapshot` of it: its first ``length`` messages,
+taken without a copy, which no later call changes (so an earlier build's
+output and report stay as they were, whatever happens to the state's list).
+Growth is proven, not re-compared:
 when the state holds the same list object as last time and it is no shorter,
 only the last :data:`GUARD` (8) items seen are checked (the same objects at the
 same places, each dict equal to a private copy taken when it was seen, so a dict
@@ -41,7 +46,7 @@ import copy
 import gc
 import json
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Literal
@@ -165,8 +170,10 @@ class History:
         self._raw: list[Message] = []
         self._ends: list[int] | None = None  # see _extend: None while each item made one message
         self._open: int | None = None  # first item of a run of Responses calls at the end (it may grow)
-        self._last: tuple[list[Message], bool] | None = None  # the last structure returned, and whether it began with the semantics note
-        self._ids: set[str] = set()
+        # The semantics note followed by the messages of self._raw (append-only too), while the note is shown.
+        self._shown: list[Message] | None = None
+        self._shown_of: list[Message] | None = None  # the self._raw that self._shown follows
+        self._ids: dict[str, int] = {}  # id -> its first position in self._raw (entries never change)
         self._semantic = False  # whether any stored message's derived form carries a semantic_kind
         self._memo: dict[int, tuple[Message, Message]] = {}
         self._semantics: Message | None = None
@@ -186,22 +193,18 @@ class History:
             items = ()
         if not isinstance(items, (list, tuple)):
             raise ValueError(f"state[{self.state_key!r}] must be a list of messages, not {type(items).__name__}")
-        extended = self._update(items)
+        self._update(items)
         note = self._semantics if self._semantic else None
-        semantic = note is not None
-        structure = Snapshot([note] if note is not None else ())  # a snapshot: the next call appends to self._raw
-        structure.extend(self._raw)
-        ids: list[set[str] | frozenset[str]] = [self._ids]
+        raw = self._raw
+        ids: list[Container[str]] = [_IdsBefore(self._ids, len(raw))]
         if note is not None:
             ids.append(frozenset((note.id,)))
-        previous = self._last
-        if extended and previous is not None and previous[1] == semantic:
-            structure.extends = (previous[0], len(previous[0]))  # checked by _update: only appended since
-        self._last = (structure, semantic)
+        # A snapshot of an append-only list: no copy; the next call's snapshot of the same list proves growth.
+        structure = Snapshot(raw if note is None else self._with_note(note))
         out: Sequence[Message] = LazyMessages(structure, [(self._derive, self._memo)], ids)
-        if self.replay_cap is not None and len(self._raw) > self.replay_cap:
-            start = replay_start(self._raw, self.replay_cap)  # looks at the newest messages only (unless none is a user)
-            out = LazyMessages(Snapshot([*([note] if note is not None else []), *self._raw[start:]]), [(self._derive, self._memo)])
+        if self.replay_cap is not None and len(raw) > self.replay_cap:
+            start = replay_start(raw, self.replay_cap)  # looks at the newest messages only (unless none is a user)
+            out = LazyMessages(Snapshot([*([note] if note is not None else []), *raw[start:]]), [(self._derive, self._memo)])
         wm = self.working_memory if self.working_memory is not None else runtime.get("working_memory")
         if wm is not None:
             out = list(wm.build_view(list(out)))
@@ -209,6 +212,20 @@ class History:
                 if not isinstance(m, Message):
                     raise ValueError(f"working_memory.build_view returned a {type(m).__name__} at {i}, not a Message")
         return out
+
+    def _with_note(self, note: Message) -> list[Message]:
+        """The semantics note followed by the stored messages: a list kept in step with ``self._raw`` by appends.
+
+        A new list when ``self._raw`` is a new list (it was rebuilt) or the note
+        changed; otherwise only the messages appended since are added.
+        """
+        shown, raw = self._shown, self._raw
+        if shown is None or self._shown_of is not raw or shown[0] is not note:
+            shown = self._shown = [note, *raw]
+            self._shown_of = raw
+        elif len(shown) <= len(raw):
+            shown.extend(raw[len(shown) - 1:])
+        return shown
 
     def _update(self, items: Sequence[Any]) -> bool:
         """Bring the conversion up to date with ``items``: only the new tail when the old items are unchanged.
@@ -278,7 +295,7 @@ class History:
                     made = self._convert(i, item)
             if isinstance(made, Message):  # the common case: one item, one message
                 raw.append(made)
-                ids.add(made.id)
+                ids.setdefault(made.id, len(raw) - 1)
                 semantic = semantic or self._is_semantic(made)
                 if count == 1:
                     seen.append(item)
@@ -288,7 +305,8 @@ class History:
                     continue
             else:
                 raw.extend(made)
-                ids.update(m.id for m in made)
+                for k, m in enumerate(made, len(raw) - len(made)):
+                    ids.setdefault(m.id, k)
                 semantic = semantic or any(map(self._is_semantic, made))
             if self._ends is None:  # the first item that does not make exactly one message
                 self._ends = list(range(1, len(seen) + 1))
@@ -325,19 +343,22 @@ class History:
             del raw[first:]
             raise ValueError(f"state[{key!r}][{i}]: {exc}") from exc
         self._seen.extend(items[start:i])
-        self._ids.update(map(_ID, raw[first:]))
+        _index_ids(self._ids, raw, first)
         self._semantic = semantic
         return i
 
     def _reopen(self) -> int:
-        """Take back the messages of the open run of Responses calls; returns the index of its first item."""
+        """Take back the messages of the open run of Responses calls; returns the index of its first item.
+
+        The stored messages and their ids are published (snapshots), so they are
+        replaced by shortened copies, never shortened in place.
+        """
         start = self._open
         assert start is not None
         ends = self._ends
         cut = start if ends is None else (ends[start - 1] if start else 0)
-        for m in self._raw[cut:]:
-            self._ids.discard(m.id)
-        del self._raw[cut:]
+        self._ids = {k: v for k, v in self._ids.items() if v < cut}
+        self._raw = self._raw[:cut]
         del self._seen[start:]
         if ends is not None:
             del ends[start:]
@@ -383,10 +404,10 @@ class History:
     def _rebuild(self, items: Sequence[Any]) -> None:
         """The list changed under the old items: start over, reusing conversions of unchanged items."""
         old: _Old = (self._seen, self._raw, self._ends, dict(self._guard))
-        self._seen, self._raw, self._ids, self._semantic, self._guard, self._ends = [], [], set(), False, [], None
+        self._seen, self._raw, self._ids, self._semantic, self._guard, self._ends = [], [], {}, False, [], None
         if all(map(isinstance, items, repeat(Message))):  # Message items: C-level passes, no per-item Python
             self._seen, self._raw = list(items), list(items)
-            self._ids = set(map(_ID, items))
+            _index_ids(self._ids, self._raw, 0)
             self._semantic = any(map(self._is_semantic, self._raw))  # stops at the first tool message
             self._open = None
         else:
@@ -466,6 +487,32 @@ def _clean_content(content: Any, strip: bool) -> Any:
 
 
 _ID = attrgetter("id")
+
+
+def _index_ids(ids: dict[str, int], raw: list[Message], first: int) -> None:
+    """Record the ids of ``raw[first:]`` with their positions; an id seen before keeps its first position."""
+    if not ids:  # a cold build: one C-level pass, newest first so that each id's first position is written last
+        ids.update(zip(map(_ID, reversed(raw[first:])), range(len(raw) - 1, first - 1, -1), strict=True))
+        return
+    for k in range(first, len(raw)):
+        ids.setdefault(raw[k].id, k)
+
+
+class _IdsBefore:
+    """The ids of the first ``length`` stored messages, read from the id -> first position map.
+
+    The map grows as messages are appended; a snapshot's ids stay those of
+    its own messages.
+    """
+
+    __slots__ = ("positions", "length")
+
+    def __init__(self, positions: dict[str, int], length: int) -> None:
+        self.positions = positions
+        self.length = length
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.positions.get(key, self.length) < self.length
 
 
 def _unchanged(item: Any, old: Any, copied: Any) -> bool:
