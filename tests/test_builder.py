@@ -112,6 +112,33 @@ class TestBuild:
         with pytest.raises(InvalidHistory, match="never answered"):
             b.build({"messages": bad})
 
+    def test_a_provider_returning_the_same_tuple_or_a_new_one(self) -> None:
+        """The same tuple each build gives the same stamped part (and output); a new tuple, or a list edited in
+        place, is read again."""
+
+        class Fixed:
+            def __init__(self) -> None:
+                self.out: tuple | list = (human("first"),)
+
+            def get_messages(self, state, runtime):
+                return self.out
+
+        fixed = Fixed()
+        b = ContextBuilder([Step("fixed", fixed)], [], ApproximateCounter())
+        first = b.build({})
+        again = b.build({})
+        assert again.messages == first.messages and [m.source for m in again.messages] == ["fixed"]
+        assert [t.messages_out for t in again.report.timings] == [1]
+        fixed.out = (human("second"),)
+        assert [m.content for m in b.build({}).messages] == ["second"]
+        fixed.out = [human("third")]
+        b.build({})
+        fixed.out[0] = human("edited")  # the same list object, edited in place
+        assert [m.content for m in b.build({}).messages] == ["edited"]
+        fixed.out = ({"role": "user", "content": "a dict"},)
+        with pytest.raises(ComponentError, match="not a ctxcore Message"):
+            b.build({})
+
     def test_counter_is_required(self) -> None:
         """A builder without a counter is a clear TypeError."""
         with pytest.raises(TypeError, match="needs a token counter"):
@@ -184,6 +211,22 @@ class TestHooks:
         b.build({"messages": conversation(1)})
         b.build({})
         assert seen == [3, 1]
+
+    def test_an_observer_registered_later_is_called_from_the_next_build(self) -> None:
+        """A hook without implementations is skipped per build, not per builder: a plugin added later is seen."""
+        seen = []
+
+        class Metrics:
+            @hookimpl
+            def on_build_complete(self, context):
+                seen.append(len(context.messages))
+
+        host = fresh_host()
+        b = ContextBuilder([StaticPrompt("s"), History()], [], ApproximateCounter(), hooks=host.hook)
+        b.build({"messages": conversation(1)})
+        host.pm.register(Metrics())
+        b.build({"messages": conversation(1)})
+        assert seen == [3]
 
     def test_failing_observer_becomes_a_warning(self) -> None:
         """A broken metrics plugin does not lose the caller's request."""

@@ -203,6 +203,9 @@ class ContextBuilder:
         self.warnings = list(warnings)
         # step id -> {id(stored message): (stored, copy with source set)}, kept across builds
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
+        # step id -> (the tuple it returned last build, its stamped part): a provider returning the very
+        # same tuple each build (a static prompt) gets the very same part, which the chain's proof reads by identity
+        self._stamped_parts: dict[str, tuple[tuple[Message, ...], LazyMessages]] = {}
         self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
         self._repairs = RepairCache()  # past-message repair decisions, by message object
         self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
@@ -318,6 +321,10 @@ class ContextBuilder:
         provider returning the same history each turn pays no copy and a build
         copies only what it reads.
         """
+        last = self._stamped_parts.get(step.id)
+        if last is not None and last[0] is produced:  # the same tuple as last build (a static prompt): same stamped part
+            report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(last[1])))
+            return last[1]
         memo = self._stamped.setdefault(step.id, {})
         if isinstance(produced, LazyMessages):
             out = produced
@@ -333,7 +340,12 @@ class ContextBuilder:
             alive = set(map(id, out.structure))
             memo = self._stamped[step.id] = {k: v for k, v in memo.items() if k in alive}
         report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(out)))
-        return out.map(_stamper(step.id), memo)
+        stamped = out.map(_stamper(step.id), memo)
+        if type(produced) is tuple:  # immutable: the next build may reuse the stamped part as it is
+            self._stamped_parts[step.id] = (produced, stamped)
+        else:
+            self._stamped_parts.pop(step.id, None)
+        return stamped
 
     def _run_filters(
         self, messages: Sequence[Message], runtime: Mapping[str, Any], report: BuildReport, budget: int | None = None
@@ -619,10 +631,20 @@ class ContextBuilder:
         report.timings.append(ComponentTiming(step.id, kind, time.perf_counter() - started, skipped=True))
 
     def _notify(self, built: BuiltContext) -> None:
+        """Call ``on_build_complete`` observers; a pluggy hook without implementations is not called at all.
+
+        Checked every build (``get_hookimpls()``: a plugin registered after the
+        builder was made is called from its next build on), which costs a
+        fraction of a no-op hook call.
+        """
         if self.hooks is None:
             return
+        caller = self.hooks.on_build_complete
+        impls = getattr(caller, "get_hookimpls", None)
+        if impls is not None and not impls():
+            return
         try:
-            self.hooks.on_build_complete(context=built)
+            caller(context=built)
         except Exception as exc:  # an observer must not lose the caller's request
             log.error("observer_failed", hook="on_build_complete", error=f"{type(exc).__name__}: {exc}")
             built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")

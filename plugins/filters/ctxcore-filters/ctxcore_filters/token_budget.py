@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, is_, itemgetter
 from typing import Literal
 
 import structlog
@@ -32,6 +32,7 @@ from ctxcore.kit import PrefixMemo, is_lazy, pinned_prefix_length, structure_of
 log = structlog.get_logger("ctxcore_filters.token_budget")
 
 _ZONE = attrgetter("zone")
+_MEMO = itemgetter(1)
 _PRIORITY = attrgetter("priority")
 
 
@@ -151,7 +152,8 @@ class TokenBudget:
         count = counter.count_message
         pinned = list(messages[:start])
         limit = budget - counter.priming - sum(map(count, pinned))
-        last = self._reusable(messages, structure, start, limit, counter)
+        layers = _layers(messages) if is_lazy(messages) else None
+        last = self._reusable(layers, structure, start, limit, counter)
         floor = last.run if last is not None else start
         units = _units_newest_first(structure, floor)
         current = next(units, None)
@@ -191,32 +193,35 @@ class TokenBudget:
         for cost in reversed(costs):
             sums.append(sums[-1] + cost)
         old_starts.extend(reversed(starts))
-        if not is_lazy(messages):  # a caller's plain list may be mutated in place after the build: not kept
+        if layers is None:  # a caller's plain list may be mutated in place after the build: not kept
             self._window.save([], None)
             return pinned
         self._window.save(structure, _Window(
-            start, limit, counter, _layers(messages), _last_run(structure, floor), old_starts[0], old_starts, sums,
+            start, limit, counter, layers, _last_run(structure, floor), old_starts[0], old_starts, sums,
             pinned[start:],
         ))
         return pinned
 
     def _reusable(
-        self, messages: Sequence[Message], structure: Sequence[Message], start: int, limit: int, counter: object
+        self, layers: list[tuple[object, object]] | None, structure: Sequence[Message], start: int, limit: int,
+        counter: object,
     ) -> _Window | None:
-        """The last build's window when this build's history only appended to it (else ``None``: a full walk)."""
-        if not is_lazy(messages):  # see the end of _tail_first: only a lazy input's window is kept
+        """The last build's window when this build's history only appended to it (else ``None``: a full walk).
+
+        ``layers`` are the input's transforms (:func:`_layers`), ``None`` for a
+        plain list (see the end of :meth:`_tail_first`: only a lazy input's window is kept).
+        """
+        if layers is None:
             return None
         last, _ = self._window.resume(structure)
         if last is None or last.start != start or last.limit != limit:
             return None
         if last.counter is not counter or last.ws > last.run:
             return None
-        layers = _layers(messages)
-        if len(layers) != len(last.layers) or any(
-            t is not u and t != u or a is not b for (t, a), (u, b) in zip(layers, last.layers, strict=True)
-        ):
-            return None
-        return last
+        old = last.layers
+        if len(layers) != len(old) or not all(map(is_, map(_MEMO, layers), map(_MEMO, old))):
+            return None  # other memos (compared by identity first: a dict comparison would read them)
+        return last if layers == old else None  # equal transforms (a bound method is made per build)
 
     def _detail(self, protected: bool, required: int, current_cost: int, has_current: bool, budget: int) -> str:
         """What is over budget, for the overflow message.
