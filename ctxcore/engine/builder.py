@@ -29,7 +29,6 @@ from ctxcore.engine.lazy import (
     MessageChain,
     PrefixMemo,
     is_lazy,
-    structure_of,
 )
 from ctxcore.engine.protocols import TokenCounter
 from ctxcore.engine.report import BuildReport, ComponentTiming
@@ -323,10 +322,10 @@ class ContextBuilder:
         """
         last = self._stamped_parts.get(step.id)
         if last is not None and last[0] is produced:  # the same tuple as last build (a static prompt): same stamped part
-            report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(last[1])))
+            report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(last[1].structure)))
             return last[1]
         memo = self._stamped.setdefault(step.id, {})
-        if isinstance(produced, LazyMessages):
+        if type(produced) is LazyMessages or (type(produced) is not tuple and isinstance(produced, LazyMessages)):
             out = produced
         else:
             items = list(produced) if produced is not None else []
@@ -336,10 +335,11 @@ class ContextBuilder:
                     self._component_failed(step, "provider", exc, report, started)
                     return []
             out = LazyMessages(items)
-        if len(memo) > 2 * len(out) + 64:  # forget copies of messages the provider no longer returns
+        size = len(out.structure)
+        if len(memo) > 2 * size + 64:  # forget copies of messages the provider no longer returns
             alive = set(map(id, out.structure))
             memo = self._stamped[step.id] = {k: v for k, v in memo.items() if k in alive}
-        report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(out)))
+        report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, size))
         stamped = out.map(_stamper(step.id), memo)
         if type(produced) is tuple:  # immutable: the next build may reuse the stamped part as it is
             self._stamped_parts[step.id] = (produced, stamped)
@@ -353,8 +353,9 @@ class ContextBuilder:
         if budget is None and self.budget is not None:
             budget = self.budget.max_input_tokens
         for step in self.filters:
-            if is_lazy(messages) and not getattr(step.component, "accepts_lazy", False):
-                messages = list(messages)  # a filter that expects a list gets one
+            lazy = is_lazy(messages)
+            if lazy and not getattr(step.component, "accepts_lazy", False):
+                messages, lazy = list(messages), False  # a filter that expects a list gets one
             ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
             started = time.perf_counter()
             try:
@@ -365,7 +366,7 @@ class ContextBuilder:
             except Exception as exc:
                 self._component_failed(step, "filter", exc, report, started)
                 continue
-            if is_lazy(messages):
+            if lazy:
                 report.record_filtered(messages, result, by=step.id)  # listed when the report is read
             else:
                 kept_ids = {m.id for m in result}
@@ -407,7 +408,7 @@ class ContextBuilder:
         if self.target.sanitize == "off":
             return messages
         if is_lazy(messages):
-            if self._is_legal(structure_of(messages)):
+            if self._is_legal(messages.structure):  # type: ignore[attr-defined]
                 return messages  # the common case: nothing to repair, nothing materialised
             messages = list(messages)
         result = sanitize_tool_call_history(messages, backfill=self.target.sanitize == "backfill")
