@@ -150,10 +150,17 @@ class TokenBudget:
         """
         counter = ctx.counter
         count = counter.count_message
-        pinned = list(messages[:start])
-        limit = budget - counter.priming - sum(map(count, pinned))
         layers = _layers(messages) if is_lazy(messages) else None
-        last = self._reusable(layers, structure, start, limit, counter)
+        last = self._reusable(layers, structure, start, counter)
+        if last is not None:  # the same stored prefix through the same transforms and memos: as read last time
+            pinned, pinned_cost = list(last.pinned), last.pinned_cost
+            counter.hits += start  # as the count cache would have answered them
+        else:
+            pinned = list(messages[:start])
+            pinned_cost = sum(map(count, pinned))
+        limit = budget - counter.priming - pinned_cost
+        if last is not None and last.limit != limit:
+            last = None
         floor = last.run if last is not None else start
         units = _units_newest_first(structure, floor)
         current = next(units, None)
@@ -198,23 +205,24 @@ class TokenBudget:
             return pinned
         self._window.save(structure, _Window(
             start, limit, counter, layers, _last_run(structure, floor), old_starts[0], old_starts, sums,
-            pinned[start:],
+            pinned[start:], pinned[:start], pinned_cost,
         ))
         return pinned
 
     def _reusable(
-        self, layers: list[tuple[object, object]] | None, structure: Sequence[Message], start: int, limit: int,
-        counter: object,
+        self, layers: list[tuple[object, object]] | None, structure: Sequence[Message], start: int, counter: object,
     ) -> _Window | None:
         """The last build's window when this build's history only appended to it (else ``None``: a full walk).
 
         ``layers`` are the input's transforms (:func:`_layers`), ``None`` for a
-        plain list (see the end of :meth:`_tail_first`: only a lazy input's window is kept).
+        plain list (see the end of :meth:`_tail_first`: only a lazy input's
+        window is kept). The caller still checks the budget left after the
+        pinned prefix (``limit``).
         """
         if layers is None:
             return None
         last, _ = self._window.resume(structure)
-        if last is None or last.start != start or last.limit != limit:
+        if last is None or last.start != start:
             return None
         if last.counter is not counter or last.ws > last.run:
             return None
@@ -315,7 +323,10 @@ class _Window:
     full walk would reach them with no more room than last time, so it keeps
     a newest-first run of them: those whose summed cost fits what remains
     (found by bisecting ``sums``), and stops where last time it stopped or
-    earlier. ``window`` is the kept messages ``structure[ws:]`` as read.
+    earlier. ``window`` is the kept messages ``structure[ws:]`` as read;
+    ``pinned`` the pinned prefix as read and ``pinned_cost`` its tokens (a
+    next turn whose prefix is the same stored messages, read through the same
+    transforms, takes both as they are instead of reading and counting it again).
     """
 
     start: int
@@ -327,6 +338,8 @@ class _Window:
     starts: list[int]
     sums: list[int]
     window: list[Message]
+    pinned: list[Message]
+    pinned_cost: int
 
 
 def _start(unit: Unit) -> int:
