@@ -436,8 +436,8 @@ class TestWindowReuse:
 
 
     def test_the_pinned_prefix_is_taken_from_the_last_window(self, transcript: list[Message]) -> None:
-        """A next turn reads and counts the pinned prompt again only when it changed (test_builder pins that
-        the cache figures stay as if it had been counted); the window is a fresh builder's either way."""
+        """A next turn reads and counts the pinned prompt again only when it changed; the window is a fresh
+        builder's either way."""
 
         class Prompt:
             def __init__(self) -> None:

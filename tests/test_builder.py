@@ -180,9 +180,9 @@ class TestReport:
         first = counter.messages_counted
         built = b.build(state)
         assert counter.messages_counted == first == 41
-        # 41 hits for the output's count; token_budget reads only the pinned prompt and the newest unit again
-        # (the older kept units come from its last window with their counts).
-        assert (built.report.cache_misses, built.report.cache_hits) == (0, 43)
+        # 41 hits for the output's count; token_budget reads only the newest unit again (the pinned prompt
+        # and the older kept units come from its last window with their counts).
+        assert (built.report.cache_misses, built.report.cache_hits) == (0, 42)
 
     def test_filter_added_messages_are_marked(self) -> None:
         """A message introduced by a filter has fate 'added'."""

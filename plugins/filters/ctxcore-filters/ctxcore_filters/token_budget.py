@@ -151,10 +151,9 @@ class TokenBudget:
         counter = ctx.counter
         count = counter.count_message
         layers = _layers(messages) if is_lazy(messages) else None
-        last = self._reusable(layers, structure, start, counter)
+        last, seen = self._reusable(layers, structure, start, counter)
         if last is not None:  # the same stored prefix through the same transforms and memos: as read last time
             pinned, pinned_cost = list(last.pinned), last.pinned_cost
-            counter.hits += start  # as the count cache would have answered them
         else:
             pinned = list(messages[:start])
             pinned_cost = sum(map(count, pinned))
@@ -162,6 +161,8 @@ class TokenBudget:
         if last is not None and last.limit != limit:
             last = None
         floor = last.run if last is not None else start
+        if last is not None and seen < len(structure) and structure[seen].role != "tool":
+            floor = seen  # the appended part starts a unit: every older unit is as it was (kept or not by its cost)
         units = _units_newest_first(structure, floor)
         current = next(units, None)
         read = messages[current.start:current.end] if current is not None else []
@@ -190,10 +191,10 @@ class TokenBudget:
         old_starts: list[int] = []
         sums = [0]
         if last is not None and not broke:  # the older units: the last window's, by their costs
-            m = bisect_left(last.starts, last.run)
+            m = bisect_left(last.starts, floor)
             i = bisect_left(last.sums, last.sums[m] - remaining, 0, m + 1)
             if i < m:
-                pinned.extend(last.window[last.starts[i] - last.ws:last.run - last.ws])
+                pinned.extend(last.window[last.starts[i] - last.ws:floor - last.ws])
             old_starts, sums = last.starts[i:m], last.sums[i:m + 1]
         for part in reversed(kept):
             pinned.extend(part)
@@ -211,25 +212,25 @@ class TokenBudget:
 
     def _reusable(
         self, layers: list[tuple[object, object]] | None, structure: Sequence[Message], start: int, counter: object,
-    ) -> _Window | None:
+    ) -> tuple[_Window | None, int]:
         """The last build's window when this build's history only appended to it (else ``None``: a full walk).
 
         ``layers`` are the input's transforms (:func:`_layers`), ``None`` for a
         plain list (see the end of :meth:`_tail_first`: only a lazy input's
         window is kept). The caller still checks the budget left after the
-        pinned prefix (``limit``).
+        pinned prefix (``limit``). Also returns how long the last build's history was.
         """
         if layers is None:
-            return None
-        last, _ = self._window.resume(structure)
+            return None, 0
+        last, seen = self._window.resume(structure)
         if last is None or last.start != start:
-            return None
+            return None, 0
         if last.counter is not counter or last.ws > last.run:
-            return None
+            return None, 0
         old = last.layers
         if len(layers) != len(old) or not all(map(is_, map(_MEMO, layers), map(_MEMO, old))):
-            return None  # other memos (compared by identity first: a dict comparison would read them)
-        return last if layers == old else None  # equal transforms (a bound method is made per build)
+            return None, 0  # other memos (compared by identity first: a dict comparison would read them)
+        return (last, seen) if layers == old else (None, 0)  # equal transforms (a bound method is made per build)
 
     def _detail(self, protected: bool, required: int, current_cost: int, has_current: bool, budget: int) -> str:
         """What is over budget, for the overflow message.
