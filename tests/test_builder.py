@@ -228,6 +228,15 @@ class TestHooks:
         b.build({"messages": conversation(1)})
         assert seen == [3]
 
+    def test_a_relay_without_the_hook_becomes_a_warning(self) -> None:
+        """Hooks that lack on_build_complete (a bare pluggy manager's relay) do not lose the request either."""
+        import pluggy
+
+        b = ContextBuilder([StaticPrompt("s")], [], ApproximateCounter(), hooks=pluggy.PluginManager("other").hook)
+        built = b.build({})
+        assert [m.content for m in built.messages] == ["s"]
+        assert built.report.warnings and built.report.warnings[0].startswith("on_build_complete observer failed: AttributeError")
+
     def test_failing_observer_becomes_a_warning(self) -> None:
         """A broken metrics plugin does not lose the caller's request."""
 

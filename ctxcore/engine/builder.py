@@ -640,13 +640,13 @@ class ContextBuilder:
         """
         if self.hooks is None:
             return
-        caller = self.hooks.on_build_complete
-        impls = getattr(caller, "get_hookimpls", None)
-        if impls is not None and not impls():
-            return
         try:
+            caller = self.hooks.on_build_complete
+            impls = getattr(caller, "get_hookimpls", None)
+            if impls is not None and not impls():
+                return
             caller(context=built)
-        except Exception as exc:  # an observer must not lose the caller's request
+        except Exception as exc:  # an observer (or a relay without the hook) must not lose the caller's request
             log.error("observer_failed", hook="on_build_complete", error=f"{type(exc).__name__}: {exc}")
             built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")
 
