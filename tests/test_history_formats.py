@@ -129,14 +129,14 @@ def test_the_collector_paused_for_a_long_conversion_is_running_again_even_after_
 
     items: list[Any] = [{"role": "user", "content": f"m{k}"} for k in range(PAUSE_GC + 5)]
     seen: list[bool] = []
-    real = Message.from_openai
+    real = Message.from_openai_run
 
-    def spy(data: Any, **kw: Any) -> Message:
+    def spy(items: Any, start: int, out: list[Message], make_id: Any) -> int:
         seen.append(gc.isenabled())
-        return real(data, **kw)
+        return real(items, start, out, make_id)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Message, "from_openai", spy)
+        mp.setattr(Message, "from_openai_run", spy)
         read(History(), items)
         assert seen and not any(seen) and gc.isenabled()
         items.append({"role": "bogus", "content": "x"})

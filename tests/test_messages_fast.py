@@ -99,3 +99,55 @@ def test_fast_messages_keep_the_role_rules() -> None:
     assert (m.trust, m.zone) == ("untrusted", "dynamic")
     with pytest.raises(ValidationError):  # still frozen
         m.content = "y"  # type: ignore[misc]
+
+
+run_items = st.lists(
+    st.one_of(dicts, dicts, dicts, st.just({"type": "message", "role": "user", "content": "hi"}), st.just("not a dict"),
+              st.just({"role": "user", "content": [{"type": "text", "text": "parts"}]})),
+    max_size=6,
+)
+
+
+def _run_id(index: int, item: dict[str, Any], content: Any) -> str:
+    return f"h:{index}:{item.get('role')}:{content!r}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(run_items, st.integers(0, 2))
+def test_a_run_of_dicts_builds_what_from_openai_builds_one_by_one(items: list[Any], start: int) -> None:
+    """``Message.from_openai_run`` = ``from_openai(item, id=make_id(...))`` for each item of the run, stopping where it should."""
+    start = min(start, len(items))
+    expected_stop = start
+    while expected_stop < len(items):
+        item = items[expected_stop]
+        if type(item) is not dict or "type" in item or not (item.get("content") is None or type(item.get("content")) is str):
+            break
+        expected_stop += 1
+    out: list[Message] = []
+    try:
+        stop = Message.from_openai_run(items, start, out, _run_id)
+    except ValueError as exc:
+        failing = start + len(out)
+        assert failing < expected_stop
+        item = items[failing]
+        assert _outcome(lambda: _validated(item, id=_run_id(failing, item, item.get("content")))) == ("error", str(exc))
+    else:
+        assert stop == expected_stop
+        assert len(out) == stop - start
+    for k, made in enumerate(out, start):
+        item = items[k]
+        expected = _outcome(lambda: _validated(item, id=_run_id(k, item, item.get("content"))))  # noqa: B023
+        assert ("ok", (made.model_dump(), made.model_dump(exclude_unset=True), made.to_openai(), made.fingerprint,
+                       made.text)) == expected
+
+
+def test_a_run_takes_the_fast_path_for_plain_dicts() -> None:
+    """Plain dicts in a run are not validated (guard against the run silently taking the slow path)."""
+    items = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+             {"role": "tool", "content": "42", "tool_call_id": "c1"}, {"type": "message"}]
+    out: list[Message] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Message, "from_openai", classmethod(lambda cls, data, **kw: pytest.fail("validated")))
+        assert Message.from_openai_run(items, 0, out, _run_id) == 3
+    assert [m.role for m in out] == ["user", "assistant", "tool"] and out[1].tool_calls[0].id == "c1"

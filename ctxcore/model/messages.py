@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -285,6 +285,38 @@ class Message(BaseModel):
             raise ValueError(_compact(exc)) from None
 
     @classmethod
+    def from_openai_run(cls, items: Sequence[Any], start: int, out: list[Message],
+                        make_id: Callable[[int, dict[str, Any], Any], str]) -> int:
+        """Convert the run of chat dicts from ``items[start]`` on, appending to ``out``; returns where the run stopped.
+
+        The run is the dicts without a ``type`` key whose ``content`` is a string
+        or null (a chat message in every API's reading); the first other item
+        ends it. Item ``i`` becomes exactly ``Message.from_openai(item,
+        id=make_id(i, item, item.get("content")))`` (a plain dict is built without
+        validation, see :meth:`from_openai`), in one loop without per-item keyword
+        handling: the history provider converts thousands of stored dicts with it.
+
+        Raises:
+            ValueError: as :meth:`from_openai`; the items before the failing one
+                are converted and in ``out`` (so it is ``items[start + `` the number
+                appended ``]``).
+        """
+        plain, validated, append = _plain_openai, cls.from_openai, out.append
+        i, n = start, len(items)
+        while i < n:
+            item = items[i]
+            if type(item) is not dict or "type" in item:
+                break
+            content = item.get("content")
+            if content is not None and type(content) is not str:
+                break
+            message_id = make_id(i, item, content)
+            made = plain(cls, item, message_id)
+            append(validated(item, id=message_id) if made is None else made)
+            i += 1
+        return i
+
+    @classmethod
     def from_anthropic(cls, data: Any, **provenance: Any) -> Message:
         """Build a message from an Anthropic Messages API message (dict or SDK object).
 
@@ -322,15 +354,19 @@ class Message(BaseModel):
 
 
 _ID_ONLY = frozenset({"id"})
-# (trust, zone, fields set by the role defaults) of a plain dict's role.
+# (trust, zone, fields-set of a plain dict of the role without name, call id or tool calls) of a plain dict's role.
 _ROLE_DEFAULTS: dict[Any, tuple[str, str, frozenset[str]]] = {
-    "user": ("trusted", "dynamic", frozenset()),
-    "assistant": ("trusted", "dynamic", frozenset()),
-    "system": ("trusted", "protected", frozenset({"zone"})),
-    "tool": ("untrusted", "dynamic", frozenset({"trust"})),
+    "user": ("trusted", "dynamic", frozenset({"id", "role", "content", "metadata"})),
+    "assistant": ("trusted", "dynamic", frozenset({"id", "role", "content", "metadata"})),
+    "system": ("trusted", "protected", frozenset({"id", "role", "content", "metadata", "zone"})),
+    "tool": ("untrusted", "dynamic", frozenset({"id", "role", "content", "metadata", "trust"})),
 }
 _new_object = object.__new__
 _set = object.__setattr__
+# Setters of BaseModel's three slots (a member descriptor's set skips the attribute lookup by name).
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> Message | None:
@@ -363,14 +399,15 @@ def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> 
         message_id = _new_id()
     elif type(message_id) is not str:
         return None
-    calls: tuple[ToolCall, ...] = ()
-    fields_set = {"id", "role", "content", "metadata", *defaults[2]}
+    fields_set = set(defaults[2])
     if "tool_calls" in data:
         raw = data["tool_calls"]
         if role != "assistant" or type(raw) is not list or not raw:
             return None
-        calls = tuple(_plain_tool_call(c) or _tool_call_from_openai(c) for c in raw)
+        calls: tuple[ToolCall, ...] = tuple([_plain_tool_call(c) or _tool_call_from_openai(c) for c in raw])
         fields_set.add("tool_calls")
+    else:
+        calls = ()
     if name is not None:
         fields_set.add("name")
     if call_id is not None:
@@ -379,9 +416,9 @@ def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> 
     _set(m, "__dict__", {"id": message_id, "role": role, "content": content, "name": name, "tool_call_id": call_id,
                          "tool_calls": calls, "metadata": {}, "source": None, "trust": defaults[0],
                          "zone": defaults[1], "priority": 0})
-    _set(m, "__pydantic_fields_set__", fields_set)
-    _set(m, "__pydantic_extra__", None)
-    _set(m, "__pydantic_private__", None)
+    _set_fields_set(m, fields_set)
+    _set_extra(m, None)
+    _set_private(m, None)
     return m
 
 
@@ -406,9 +443,9 @@ def _plain_tool_call(call: Any) -> ToolCall | None:
         return None
     c = _new_object(ToolCall)
     _set(c, "__dict__", {"id": call_id, "name": name, "arguments": arguments, "type": "function"})
-    _set(c, "__pydantic_fields_set__", set(_TOOL_CALL_FIELDS))
-    _set(c, "__pydantic_extra__", None)
-    _set(c, "__pydantic_private__", None)
+    _set_fields_set(c, set(_TOOL_CALL_FIELDS))
+    _set_extra(c, None)
+    _set_private(c, None)
     return c
 
 

@@ -47,6 +47,7 @@ import gc
 import json
 import zlib
 from collections.abc import Container, Mapping, Sequence
+from functools import partial
 from itertools import repeat
 from operator import attrgetter
 from typing import Any, Literal
@@ -323,28 +324,18 @@ class History:
         The first other item (a Message, content parts, a Responses item) ends
         the run; the general loop of :meth:`_extend` takes over there.
         """
-        key, raw, convert, semantic = self.state_key, self._raw, Message.from_openai, self._semantic
+        key, raw = self.state_key, self._raw
         first = len(raw)
-        i, n = start, len(items)
         try:
-            while i < n:
-                item = items[i]
-                if type(item) is not dict or "type" in item:
-                    break
-                content = item.get("content")
-                if content is not None and type(content) is not str:
-                    break
-                m = convert(item, id=_chat_id(key, i, item, content))
-                raw.append(m)
-                if not semantic:
-                    semantic = self._is_semantic(m)
-                i += 1
+            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key))
         except (ValueError, KeyError, TypeError) as exc:
+            index = start + len(raw) - first
             del raw[first:]
-            raise ValueError(f"state[{key!r}][{i}]: {exc}") from exc
+            raise ValueError(f"state[{key!r}][{index}]: {exc}") from exc
+        made = raw[first:]
         self._seen.extend(items[start:i])
         _index_ids(self._ids, raw, first)
-        self._semantic = semantic
+        self._semantic = self._semantic or any(map(self._is_semantic, made))  # stops at the first tool message
         return i
 
     def _reopen(self) -> int:
@@ -573,6 +564,7 @@ def _format(item: Mapping[str, Any]) -> str:
     return "openai"
 
 
+_crc32 = zlib.crc32
 # How many characters of each end of a text go into a dict's id (with the text's length).
 ID_EDGE = 64
 
@@ -594,10 +586,12 @@ def _calls_key(calls: Any) -> str:
         fn = c.get("function") if isinstance(c, dict) else None
         if not isinstance(fn, dict):
             break
-        args = fn.get("arguments")
-        if not isinstance(args, str) or not isinstance(c.get("id"), (str, type(None))) or not isinstance(fn.get("name"), str):
+        args, call_id, name = fn.get("arguments"), c.get("id"), fn.get("name")
+        if not isinstance(args, str) or not (call_id is None or isinstance(call_id, str)) or not isinstance(name, str):
             break
-        parts.append(f"{c.get('id')}\x1e{c.get('type')}\x1e{fn['name']}\x1e{_edges(args)}")
+        if len(args) > _SHORT:
+            args = f"{len(args)}\x1f{args[:ID_EDGE]}\x1f{args[-ID_EDGE:]}"
+        parts.append(f"{call_id}\x1e{c.get('type')}\x1e{name}\x1e{args}")
     else:
         return "\x1d".join(parts)
     return json.dumps(calls, sort_keys=True, default=str)
@@ -625,10 +619,14 @@ def _stable_id(key: str, index: int, item: Mapping[str, Any]) -> str:
 
 def _chat_id(key: str, index: int, item: Mapping[str, Any], content: Any) -> str:
     """:func:`_stable_id` of a chat (or Anthropic) dict whose ``content`` was read already."""
-    calls = item.get("tool_calls")
+    get = item.get
+    calls = get("tool_calls")
     if type(content) is str:
-        text = content if len(content) <= _SHORT else f"{len(content)}\x1f{content[:ID_EDGE]}\x1f{content[-ID_EDGE:]}"
+        if len(content) > _SHORT:
+            content = f"{len(content)}\x1f{content[:ID_EDGE]}\x1f{content[-ID_EDGE:]}"
+    elif content is None:
+        content = "null"  # what json.dumps gives, without the call
     else:
-        text = _edges(json.dumps(content, sort_keys=True, default=str))
-    reading = f"{item.get('role')}\x00{text}\x00{item.get('name')}\x00{item.get('tool_call_id')}\x00{_calls_key(calls) if calls else ''}"
-    return f"{key}:{index}:{zlib.crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
+        content = _edges(json.dumps(content, sort_keys=True, default=str))
+    reading = f"{get('role')}\x00{content}\x00{get('name')}\x00{get('tool_call_id')}\x00{_calls_key(calls) if calls else ''}"
+    return f"{key}:{index}:{_crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
