@@ -121,18 +121,13 @@ class TokenBudget:
         """True when no message after ``start`` is protected and all share one priority (tail-first applies).
 
         Resumes after the part of ``structure`` seen last time when only new
-        messages were appended (and the pinned prefix is as long as then).
+        messages were appended (and the pinned prefix is as long as then), or
+        after the history when only a provider after it changed (PrefixMemo's mark).
         """
         state, k = self._shape.resume(structure)
-        if state is not None and state[0] == start and k >= start:
-            _, protected, priorities = state
-        else:
-            protected, priorities, k = False, frozenset(), start
-        if not protected:
-            tail = structure[k:]
-            protected = "protected" in map(_ZONE, tail)
-            priorities = priorities.union(map(_PRIORITY, tail))
-        self._shape.save(structure, (start, protected, priorities))
+        if state is None or state[0] != start or k < start:
+            state, k = (start, False, frozenset()), start
+        _, protected, priorities = self._shape.advance(structure, state, k, _shape_step)
         return not protected and len(priorities) <= 1
 
     def _tail_first(
@@ -349,3 +344,11 @@ def _classify(units: list[Unit], rest: Sequence[Message]) -> tuple[list[Unit], l
             dynamic.append(u)
             priorities.append(max(m.priority for m in part))
     return protected, dynamic, priorities
+
+
+def _shape_step(state: tuple[int, bool, frozenset[int]], tail: Sequence[Message]) -> tuple[int, bool, frozenset[int]]:
+    """One leg of the shape walk (PrefixMemo.advance): whether ``tail`` holds a protected message, and its priorities."""
+    start, protected, priorities = state
+    if protected:
+        return state
+    return start, "protected" in map(_ZONE, tail), priorities.union(map(_PRIORITY, tail))
