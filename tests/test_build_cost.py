@@ -692,8 +692,8 @@ class TestProviderAfterHistory:
     ) -> None:
         builder_module = sys.modules[ContextBuilder.__module__]
         budget_module = sys.modules[TokenBudget.__module__]
-        walked = {"legality": 0, "shape": 0}
-        legality, shape = builder_module.open_calls_after, budget_module._shape_step
+        walked = {"legality": 0, "shape": 0, "units": 0}
+        legality, shape, units = builder_module.open_calls_after, budget_module._shape_step, budget_module._units_newest_first
 
         def counted_legality(messages: Any, pending: Any = frozenset()) -> Any:
             walked["legality"] += len(messages)
@@ -703,20 +703,29 @@ class TestProviderAfterHistory:
             walked["shape"] += len(tail)
             return shape(state, tail)
 
+        def counted_units(structure: Any, floor: int) -> Any:
+            for unit in units(structure, floor):
+                walked["units"] += 1
+                yield unit
+
         monkeypatch.setattr(builder_module, "open_calls_after", counted_legality)
+        monkeypatch.setattr(budget_module, "_units_newest_first", counted_units)
         monkeypatch.setattr(budget_module, "_shape_step", counted_shape)
         counter = TiktokenCounter("cl100k_base")
-        builder = agent_builder(counter, BUDGET, after=True)
+        builder = agent_builder(counter, 32_000, after=True)
         history = [m.to_openai() for m in transcript[:3_000]]
         state: dict[str, Any] = {"messages": history, "input": "first"}
         builder.build(state)
         assert walked["legality"] > 3_000 and walked["shape"] > 3_000  # the cold build walks everything once
+        assert walked["units"] > 50  # the kept window's units
         for turn in range(3):
-            walked.update(legality=0, shape=0)
+            walked.update(legality=0, shape=0, units=0)
             history.append({"role": "user", "content": f"q{turn}"})
             history.append({"role": "assistant", "content": f"a{turn}"})
             state["input"] = f"question {turn}"
             built = builder.build(state)
-            assert walked == {"legality": 3, "shape": 3}  # two new history messages and the current turn
-            fresh = agent_builder(counter, BUDGET, after=True).build(state)
+            # two new history messages and the current turn; token_budget groups their units (and the one found
+            # not to fit) and takes the older kept units from the last window
+            assert walked["legality"] == 3 and walked["shape"] == 3 and walked["units"] <= 4
+            fresh = agent_builder(counter, 32_000, after=True).build(state)
             assert read(built) == read(fresh)

@@ -440,6 +440,17 @@ class PrefixMemo(Generic[S]):
             return None, 0
         return self._state, n
 
+    def shared(self, items: Sequence[Any]) -> tuple[S | None, int]:
+        """The saved state and how many leading items ``items`` provably shares with what it was saved for.
+
+        For a walk whose state says itself how far it is valid (``token_budget``'s
+        window: the units before its last run); only a snapshot's proof counts
+        (:meth:`Snapshot.shares`), nothing is compared.
+        """
+        if self._state is None or not isinstance(items, Snapshot):
+            return None, 0
+        return self._state, items.shares(self._items)
+
     def advance(self, items: Sequence[Any], state: S, start: int, step: Callable[[S, Sequence[Any]], S]) -> S:
         """Walk ``items[start:]`` from ``state`` with ``step`` (state, slice -> state), save and return the result.
 

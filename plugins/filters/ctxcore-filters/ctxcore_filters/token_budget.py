@@ -202,7 +202,11 @@ class TokenBudget:
         if not is_lazy(messages):  # see the end of _tail_first: only a lazy input's window is kept
             return None
         last, _ = self._window.resume(structure)
-        if last is None or last.start != start or last.limit != limit:
+        if last is None:  # a new part after the history: the units before the last run may still be the same
+            last, shared = self._window.shared(structure)
+            if last is None or shared < last.run or last.run >= len(structure) or structure[last.run].role == "tool":
+                return None
+        if last.start != start or last.limit != limit:
             return None
         if last.counter is not counter or last.ws > last.run:
             return None
