@@ -211,3 +211,16 @@ def test_messages_the_legal_start_drops_must_pass_the_repair_step_unchanged(lead
     assert memo.reuse(current, KEY, lambda m, i: True, repaired, True) is None
     plain = memo.reuse([previous[0], ai("lead"), previous[3], human("q3")], KEY, lambda m, i: True, repaired, True)
     assert plain is not None and [m.text for m in plain.messages] == ["s", "q2", "q3"] and plain.dropped[0].text == "lead"
+
+
+def test_a_new_current_turn_after_the_history_is_reused() -> None:
+    """A provider after the history (runtime_context): the last output's current turn is not in the new one, the
+    history's new messages and a new current turn follow the shared run; the full steps give the same answer."""
+    previous = [system("s"), human("q1"), ai("a1"), human("now 1")]
+    current = [*previous[:3], human("q2"), ai("a2"), human("now 2")]
+    memo = OutputMemo()
+    memo.save(previous, COUNTER.count_each(previous), KEY)
+    reused = memo.reuse(current, KEY, _check_new, None, True)
+    assert reused is not None and reused.tail == 3 and reused.messages == current and reused.dropped == []
+    assert reused.shared_counts == COUNTER.count_each(current[:3])
+    check_tool_pairing(reused.messages)
