@@ -6,7 +6,7 @@ Usage: ``.venv/bin/python bench/next_turn.py [--messages 200] [--budget 128000] 
 The goals table (bench/perf.py) times each build after ``gc.collect()``, so
 every build there runs with cold CPU caches; this script shows both figures
 for one cell (the "where the time goes" text of docs/performance.md quotes
-them), and with ``--profile`` prints cProfile's top functions of the builds.
+them), and with ``--profile`` prints cProfile's top functions of the builds and the function calls per build.
 ``--replay`` runs bench/perf.py's replay with both sides' encoder calls timed
 (the same loaded cl100k encoding): how much of each side's total is the
 tokenization of each new message, which both must do once.
@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=128_000)
     parser.add_argument("--form", choices=perf.FORMS, default="dict")
     parser.add_argument("--turns", type=int, default=60)
-    parser.add_argument("--profile", action="store_true", help="print cProfile's top 30 functions (no collection)")
+    parser.add_argument("--profile", action="store_true", help="print cProfile's top 30 functions and the function calls per build (no collection)")
     parser.add_argument("--runtime-context", action="store_true",
                         help="the agent preset's runtime_context provider after the history")
     parser.add_argument("--replay", action="store_true", help="goal 2's replay, with each side's tokenization time")
@@ -124,7 +124,11 @@ def main() -> None:
     if args.profile:
         profile = cProfile.Profile()
         next_turns(args.messages, args.budget, args.form, args.turns, False, profile, args.runtime_context)
-        pstats.Stats(profile).sort_stats("tottime").print_stats(30)
+        stats = pstats.Stats(profile)
+        calls = sum(row[1] for row in stats.stats.values())  # type: ignore[attr-defined]
+        stats.sort_stats("tottime").print_stats(30)
+        print(f"{calls / args.turns:.0f} function calls per build ({calls} in {args.turns} builds; "
+              f"{args.messages} messages, budget {args.budget}, {args.form})")
         return
     for collect in (False, True):
         median = next_turns(args.messages, args.budget, args.form, args.turns, collect, runtime_context=args.runtime_context)

@@ -493,6 +493,47 @@ class TestWindowReuse:
         assert built.messages == fresh.messages and len(built.messages) > 50
 
 
+    def test_the_pinned_prefix_is_taken_from_the_last_window(self, transcript: list[Message]) -> None:
+        """A next turn reads and counts the pinned prompt again only when it changed; the window is a fresh
+        builder's either way."""
+
+        class Prompt:
+            def __init__(self) -> None:
+                self.out = (system("be brief"),)
+
+            def get_messages(self, state: Any, runtime: Any) -> Any:
+                return self.out
+
+        prompt = Prompt()
+        counter = TiktokenCounter("cl100k_base")
+
+        def builder() -> ContextBuilder:
+            return ContextBuilder([prompt, History()], [TokenBudget()], counter, budget=8_000)
+
+        reused = builder()
+        asked: list[str | None] = []
+        count = reused.counter.count_message
+
+        def recording(m: Message) -> int:
+            asked.append(m.source)
+            return count(m)
+
+        reused.counter.count_message = recording  # type: ignore[method-assign]
+        history = transcript[:300]
+        state = {"messages": history}
+        reused.build(state)
+        history.append(human("one more question"))
+        asked.clear()
+        built = reused.build(state)
+        assert "prompt" not in asked and built.messages == builder().build(state).messages
+        prompt.out = (system("be brief, and cite the file you read " * 40),)  # a longer prompt: less room for the rest
+        history.append(human("and another"))
+        asked.clear()
+        changed = reused.build(state)
+        assert "prompt" in asked and changed.messages == builder().build(state).messages
+        assert changed.messages[0].text.startswith("be brief, and cite")
+
+
 SLICE_BOUND = st.one_of(st.none(), st.integers(-15, 15))
 
 

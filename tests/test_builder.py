@@ -112,6 +112,33 @@ class TestBuild:
         with pytest.raises(InvalidHistory, match="never answered"):
             b.build({"messages": bad})
 
+    def test_a_provider_returning_the_same_tuple_or_a_new_one(self) -> None:
+        """The same tuple each build gives the same stamped part (and output); a new tuple, or a list edited in
+        place, is read again."""
+
+        class Fixed:
+            def __init__(self) -> None:
+                self.out: tuple | list = (human("first"),)
+
+            def get_messages(self, state, runtime):
+                return self.out
+
+        fixed = Fixed()
+        b = ContextBuilder([Step("fixed", fixed)], [], ApproximateCounter())
+        first = b.build({})
+        again = b.build({})
+        assert again.messages == first.messages and [m.source for m in again.messages] == ["fixed"]
+        assert [t.messages_out for t in again.report.timings] == [1]
+        fixed.out = (human("second"),)
+        assert [m.content for m in b.build({}).messages] == ["second"]
+        fixed.out = [human("third")]
+        b.build({})
+        fixed.out[0] = human("edited")  # the same list object, edited in place
+        assert [m.content for m in b.build({}).messages] == ["edited"]
+        fixed.out = ({"role": "user", "content": "a dict"},)
+        with pytest.raises(ComponentError, match="not a ctxcore Message"):
+            b.build({})
+
     def test_counter_is_required(self) -> None:
         """A builder without a counter is a clear TypeError."""
         with pytest.raises(TypeError, match="needs a token counter"):
@@ -153,9 +180,9 @@ class TestReport:
         first = counter.messages_counted
         built = b.build(state)
         assert counter.messages_counted == first == 41
-        # 41 hits for the output's count; token_budget reads only the pinned prompt and the newest unit again
-        # (the older kept units come from its last window with their counts).
-        assert (built.report.cache_misses, built.report.cache_hits) == (0, 43)
+        # 41 hits for the output's count; token_budget reads only the newest unit again (the pinned prompt
+        # and the older kept units come from its last window with their counts).
+        assert (built.report.cache_misses, built.report.cache_hits) == (0, 42)
 
     def test_filter_added_messages_are_marked(self) -> None:
         """A message introduced by a filter has fate 'added'."""
@@ -184,6 +211,31 @@ class TestHooks:
         b.build({"messages": conversation(1)})
         b.build({})
         assert seen == [3, 1]
+
+    def test_an_observer_registered_later_is_called_from_the_next_build(self) -> None:
+        """A hook without implementations is skipped per build, not per builder: a plugin added later is seen."""
+        seen = []
+
+        class Metrics:
+            @hookimpl
+            def on_build_complete(self, context):
+                seen.append(len(context.messages))
+
+        host = fresh_host()
+        b = ContextBuilder([StaticPrompt("s"), History()], [], ApproximateCounter(), hooks=host.hook)
+        b.build({"messages": conversation(1)})
+        host.pm.register(Metrics())
+        b.build({"messages": conversation(1)})
+        assert seen == [3]
+
+    def test_a_relay_without_the_hook_becomes_a_warning(self) -> None:
+        """Hooks that lack on_build_complete (a bare pluggy manager's relay) do not lose the request either."""
+        import pluggy
+
+        b = ContextBuilder([StaticPrompt("s")], [], ApproximateCounter(), hooks=pluggy.PluginManager("other").hook)
+        built = b.build({})
+        assert [m.content for m in built.messages] == ["s"]
+        assert built.report.warnings and built.report.warnings[0].startswith("on_build_complete observer failed: AttributeError")
 
     def test_failing_observer_becomes_a_warning(self) -> None:
         """A broken metrics plugin does not lose the caller's request."""

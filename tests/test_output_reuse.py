@@ -224,3 +224,32 @@ def test_a_new_current_turn_after_the_history_is_reused() -> None:
     assert reused is not None and reused.tail == 3 and reused.messages == current and reused.dropped == []
     assert reused.shared_counts == COUNTER.count_each(current[:3])
     check_tool_pairing(reused.messages)
+
+
+def _reference_runs(previous: list[Message], current: list[Message], limit: int = 4) -> tuple[list[tuple[int, int]], int]:
+    """shared_runs as first written: the first identical object at or after the last run's end, by a list of ids."""
+    if not previous or not current:
+        return [], 0
+    ids = [id(m) for m in previous]
+    runs: list[tuple[int, int]] = []
+    at, floor = 0, 0
+    while at < len(current) and len(runs) < limit:
+        try:
+            j = ids.index(id(current[at]), floor)
+        except ValueError:
+            break
+        length = 0
+        while at + length < len(current) and j + length < len(previous) and current[at + length] is previous[j + length]:
+            length += 1
+        runs.append((j, j + length))
+        at, floor = at + length, j + length
+    return runs, at
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 12), st.lists(st.tuples(st.booleans(), st.integers(0, 14)), max_size=16))
+def test_shared_runs_is_an_identity_scan(size: int, picks: list[tuple[bool, int]]) -> None:
+    """shared_runs finds the same runs as a scan over the previous list's ids: repeats, gaps, new and equal messages."""
+    previous = [human(f"m{i % 4}", id=f"m{i % 4}") for i in range(size)]  # equal (not identical) messages repeat
+    current = [previous[k] if old and k < size else human(f"m{k % 4}", id=f"m{k % 4}") for old, k in picks]
+    assert shared_runs(previous, current) == _reference_runs(previous, current)

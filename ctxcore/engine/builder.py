@@ -29,7 +29,6 @@ from ctxcore.engine.lazy import (
     MessageChain,
     PrefixMemo,
     is_lazy,
-    structure_of,
 )
 from ctxcore.engine.protocols import TokenCounter
 from ctxcore.engine.report import BuildReport, ComponentTiming
@@ -203,6 +202,9 @@ class ContextBuilder:
         self.warnings = list(warnings)
         # step id -> {id(stored message): (stored, copy with source set)}, kept across builds
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
+        # step id -> (the tuple it returned last build, its stamped part): a provider returning the very
+        # same tuple each build (a static prompt) gets the very same part, which the chain's proof reads by identity
+        self._stamped_parts: dict[str, tuple[tuple[Message, ...], LazyMessages]] = {}
         self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
         self._repairs = RepairCache()  # past-message repair decisions, by message object
         self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
@@ -318,8 +320,12 @@ class ContextBuilder:
         provider returning the same history each turn pays no copy and a build
         copies only what it reads.
         """
+        last = self._stamped_parts.get(step.id)
+        if last is not None and last[0] is produced:  # the same tuple as last build (a static prompt): same stamped part
+            report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(last[1].structure)))
+            return last[1]
         memo = self._stamped.setdefault(step.id, {})
-        if isinstance(produced, LazyMessages):
+        if type(produced) is LazyMessages or (type(produced) is not tuple and isinstance(produced, LazyMessages)):
             out = produced
         else:
             items = list(produced) if produced is not None else []
@@ -329,11 +335,17 @@ class ContextBuilder:
                     self._component_failed(step, "provider", exc, report, started)
                     return []
             out = LazyMessages(items)
-        if len(memo) > 2 * len(out) + 64:  # forget copies of messages the provider no longer returns
+        size = len(out.structure)
+        if len(memo) > 2 * size + 64:  # forget copies of messages the provider no longer returns
             alive = set(map(id, out.structure))
             memo = self._stamped[step.id] = {k: v for k, v in memo.items() if k in alive}
-        report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(out)))
-        return out.map(_stamper(step.id), memo)
+        report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, size))
+        stamped = out.map(_stamper(step.id), memo)
+        if type(produced) is tuple:  # immutable: the next build may reuse the stamped part as it is
+            self._stamped_parts[step.id] = (produced, stamped)
+        else:
+            self._stamped_parts.pop(step.id, None)
+        return stamped
 
     def _run_filters(
         self, messages: Sequence[Message], runtime: Mapping[str, Any], report: BuildReport, budget: int | None = None
@@ -341,8 +353,9 @@ class ContextBuilder:
         if budget is None and self.budget is not None:
             budget = self.budget.max_input_tokens
         for step in self.filters:
-            if is_lazy(messages) and not getattr(step.component, "accepts_lazy", False):
-                messages = list(messages)  # a filter that expects a list gets one
+            lazy = is_lazy(messages)
+            if lazy and not getattr(step.component, "accepts_lazy", False):
+                messages, lazy = list(messages), False  # a filter that expects a list gets one
             ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
             started = time.perf_counter()
             try:
@@ -353,7 +366,7 @@ class ContextBuilder:
             except Exception as exc:
                 self._component_failed(step, "filter", exc, report, started)
                 continue
-            if is_lazy(messages):
+            if lazy:
                 report.record_filtered(messages, result, by=step.id)  # listed when the report is read
             else:
                 kept_ids = {m.id for m in result}
@@ -395,7 +408,7 @@ class ContextBuilder:
         if self.target.sanitize == "off":
             return messages
         if is_lazy(messages):
-            if self._is_legal(structure_of(messages)):
+            if self._is_legal(messages.structure):  # type: ignore[attr-defined]
                 return messages  # the common case: nothing to repair, nothing materialised
             messages = list(messages)
         result = sanitize_tool_call_history(messages, backfill=self.target.sanitize == "backfill")
@@ -617,11 +630,21 @@ class ContextBuilder:
         report.timings.append(ComponentTiming(step.id, kind, time.perf_counter() - started, skipped=True))
 
     def _notify(self, built: BuiltContext) -> None:
+        """Call ``on_build_complete`` observers; a pluggy hook without implementations is not called at all.
+
+        Checked every build (``get_hookimpls()``: a plugin registered after the
+        builder was made is called from its next build on), which costs a
+        fraction of a no-op hook call.
+        """
         if self.hooks is None:
             return
         try:
-            self.hooks.on_build_complete(context=built)
-        except Exception as exc:  # an observer must not lose the caller's request
+            caller = self.hooks.on_build_complete
+            impls = getattr(caller, "get_hookimpls", None)
+            if impls is not None and not impls():
+                return
+            caller(context=built)
+        except Exception as exc:  # an observer (or a relay without the hook) must not lose the caller's request
             log.error("observer_failed", hook="on_build_complete", error=f"{type(exc).__name__}: {exc}")
             built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")
 

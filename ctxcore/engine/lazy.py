@@ -383,8 +383,15 @@ def _pointers(structure: Sequence[Message]) -> Sequence[Message]:
 
 
 def is_lazy(messages: Sequence[Message]) -> bool:
-    """Whether ``messages`` is a lazy sequence (materialise it for code that needs a list)."""
-    return isinstance(messages, (LazyMessages, MessageChain))
+    """Whether ``messages`` is a lazy sequence (materialise it for code that needs a list).
+
+    The exact types are tried first: both classes are ``Sequence`` subclasses,
+    whose ``isinstance`` check for any other object runs Python code (ABCMeta).
+    """
+    kind = type(messages)
+    if kind is MessageChain or kind is LazyMessages:
+        return True
+    return kind is not list and kind is not Snapshot and isinstance(messages, (LazyMessages, MessageChain))
 
 
 def structure_of(messages: Sequence[Message]) -> Sequence[Message]:
@@ -392,6 +399,9 @@ def structure_of(messages: Sequence[Message]) -> Sequence[Message]:
 
     A list or a :class:`Snapshot` (the structure of a lazy sequence), else ``messages`` itself.
     """
+    kind = type(messages)
+    if kind is MessageChain or kind is LazyMessages:
+        return messages.structure  # type: ignore[attr-defined]
     structure = getattr(messages, "structure", None)
     return structure if isinstance(structure, (list, Snapshot)) else messages
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import compress, count, islice
-from operator import is_not
+from itertools import compress, count, islice, repeat
+from operator import is_, is_not
 
 from ctxcore.model.messages import Message
 
@@ -50,20 +50,22 @@ def shared_runs(previous: list[Message], current: Sequence[Message], limit: int 
 
     Returns ``(runs, tail)``: ``runs`` as ``(start, end)`` slices of ``previous``
     whose concatenation is ``current[:tail]``. Each run costs C-level passes
-    over pointers only (no message attribute is read).
+    over pointers only (no message attribute is read, no list of ids is made):
+    its start is found by an identity scan from where the last run ended (the
+    usual next turn: at that very place, or a few evicted messages later).
     """
     if not previous or not current:
         return [], 0
-    ids = list(map(id, previous))
     runs: list[tuple[int, int]] = []
     at, floor, n, p = 0, 0, len(current), len(previous)
     while at < n and len(runs) < limit:
-        try:
-            j = ids.index(id(current[at]), floor)
-        except ValueError:
-            break
-        if previous[j] is not current[at]:  # pragma: no cover - ids of live objects are unique
-            break
+        first = current[at]
+        if floor < p and previous[floor] is first:
+            j = floor
+        else:
+            j = next(compress(count(floor), map(is_, repeat(first), islice(previous, floor, None))), -1)
+            if j < 0:
+                break
         m = min(n - at, p - j)
         length = next(compress(count(), map(is_not, islice(current, at, at + m), islice(previous, j, j + m))), m)
         runs.append((j, j + length))

@@ -18,7 +18,13 @@ recorded, so a test asserts on what was really sent::
 Responses API the same way: ``reply`` gets the request body (``input`` items) and its
 answer becomes the response's ``output`` items (``message`` text, ``function_call``
 per tool call); a ``function_call_output`` whose ``call_id`` no earlier
-``function_call`` has is refused with a 400. Like the real API, the server can refuse
+``function_call`` has is refused with a 400. A request with ``"stream": true`` (on
+either route) gets the same answer as ``text/event-stream`` server-sent events, the
+real API's event sequence (``response.created`` ... ``response.completed`` on
+``/v1/responses``; ``chat.completion.chunk`` objects ending in ``data: [DONE]`` on chat
+completions; cut by :mod:`ctxcore.testing.harness.openai_sse`), so the client's stream
+helpers and the Agents SDK's ``Runner.run_streamed`` run against it; it is recorded
+like any other request, and a refused one is the same JSON error. Like the real API, the server can refuse
 a request: with ``validate=True`` one that breaks OpenAI's message rules (a tool result
 without its call, ...; checked by :func:`ctxcore.render.validate_request`), and with
 ``context_window`` and ``count`` one whose prompt is longer than the window
@@ -37,6 +43,7 @@ from typing import Any
 
 from ctxcore.errors import InvalidHistory
 from ctxcore.render import validate_request
+from ctxcore.testing.harness.openai_sse import chat_chunks, response_events, sse
 
 __all__ = ["ChatServer", "Reply"]
 
@@ -195,7 +202,27 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             if server.hang.is_set():
                 server._release.wait(10)
                 return
-            self._send(*server.answer(self.path, body))
+            status, payload = server.answer(self.path, body)
+            if status == 200 and body.get("stream") is True:
+                self._stream(payload, body)
+            else:
+                self._send(status, payload)
+
+        def _stream(self, payload: dict[str, Any], body: dict[str, Any]) -> None:
+            """The answer as server-sent events, one write per event (the connection's end closes the stream)."""
+            if payload.get("object") == "response":
+                frames = sse(response_events(payload), named=True, done=False)
+            else:
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                frames = sse(chat_chunks(payload, include_usage=include_usage), named=False, done=True)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for frame in frames:
+                self.wfile.write(frame)
+                self.wfile.flush()
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()

@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, is_, itemgetter
 from typing import Literal
 
 import structlog
@@ -32,6 +32,7 @@ from ctxcore.kit import PrefixMemo, is_lazy, pinned_prefix_length, structure_of
 log = structlog.get_logger("ctxcore_filters.token_budget")
 
 _ZONE = attrgetter("zone")
+_MEMO = itemgetter(1)
 _PRIORITY = attrgetter("priority")
 
 
@@ -144,10 +145,19 @@ class TokenBudget:
         """
         counter = ctx.counter
         count = counter.count_message
-        pinned = list(messages[:start])
-        limit = budget - counter.priming - sum(map(count, pinned))
-        last = self._reusable(messages, structure, start, limit, counter)
+        layers = _layers(messages) if is_lazy(messages) else None
+        last, seen = self._reusable(layers, structure, start, counter)
+        if last is not None:  # the same stored prefix through the same transforms and memos: as read last time
+            pinned, pinned_cost = list(last.pinned), last.pinned_cost
+        else:
+            pinned = list(messages[:start])
+            pinned_cost = sum(map(count, pinned))
+        limit = budget - counter.priming - pinned_cost
+        if last is not None and last.limit != limit:
+            last = None
         floor = last.run if last is not None else start
+        if last is not None and seen < len(structure) and structure[seen].role != "tool":
+            floor = seen  # the appended part starts a unit: every older unit is as it was (kept or not by its cost)
         units = _units_newest_first(structure, floor)
         current = next(units, None)
         read = messages[current.start:current.end] if current is not None else []
@@ -173,49 +183,59 @@ class TokenBudget:
             kept.append(read)
             starts.append(unit.start)
             costs.append(unit_cost)
+        if last is not None and not broke and remaining > limit - last.sums[-1] + last.sums[bisect_left(last.starts, floor)]:
+            # more room before `floor` than last time (a part after the history replaced by a cheaper one): a unit
+            # the last walk could not fit may fit now, so walk it all again (rare: the current turn usually grows)
+            self._window.save([], None)
+            return self._tail_first(messages, structure, start, budget, ctx)
         old_starts: list[int] = []
         sums = [0]
         if last is not None and not broke:  # the older units: the last window's, by their costs
-            m = bisect_left(last.starts, last.run)
+            m = bisect_left(last.starts, floor)
             i = bisect_left(last.sums, last.sums[m] - remaining, 0, m + 1)
             if i < m:
-                pinned.extend(last.window[last.starts[i] - last.ws:last.run - last.ws])
+                pinned.extend(last.window[last.starts[i] - last.ws:floor - last.ws])
             old_starts, sums = last.starts[i:m], last.sums[i:m + 1]
         for part in reversed(kept):
             pinned.extend(part)
         for cost in reversed(costs):
             sums.append(sums[-1] + cost)
         old_starts.extend(reversed(starts))
-        if not is_lazy(messages):  # a caller's plain list may be mutated in place after the build: not kept
+        if layers is None:  # a caller's plain list may be mutated in place after the build: not kept
             self._window.save([], None)
             return pinned
         self._window.save(structure, _Window(
-            start, limit, counter, _layers(messages), _last_run(structure, floor), old_starts[0], old_starts, sums,
-            pinned[start:],
+            start, limit, counter, layers, _last_run(structure, floor), old_starts[0], old_starts, sums,
+            pinned[start:], pinned[:start], pinned_cost,
         ))
         return pinned
 
     def _reusable(
-        self, messages: Sequence[Message], structure: Sequence[Message], start: int, limit: int, counter: object
-    ) -> _Window | None:
-        """The last build's window when this build's history only appended to it (else ``None``: a full walk)."""
-        if not is_lazy(messages):  # see the end of _tail_first: only a lazy input's window is kept
-            return None
-        last, _ = self._window.resume(structure)
+        self, layers: list[tuple[object, object]] | None, structure: Sequence[Message], start: int, counter: object,
+    ) -> tuple[_Window | None, int]:
+        """The last build's window when this build's history only appended to it (else ``None``: a full walk).
+
+        ``layers`` are the input's transforms (:func:`_layers`), ``None`` for a
+        plain list (see the end of :meth:`_tail_first`: only a lazy input's
+        window is kept). The caller still checks the budget left after the
+        pinned prefix (``limit``). Also returns how long the last build's history was.
+        """
+        if layers is None:
+            return None, 0
+        last, seen = self._window.resume(structure)
         if last is None:  # a new part after the history: the units before the last run may still be the same
             last, shared = self._window.shared(structure)
             if last is None or shared < last.run or last.run >= len(structure) or structure[last.run].role == "tool":
-                return None
-        if last.start != start or last.limit != limit:
-            return None
+                return None, 0
+            seen = last.run  # what is proven the same: everything before the last build's final run
+        if last.start != start:
+            return None, 0
         if last.counter is not counter or last.ws > last.run:
-            return None
-        layers = _layers(messages)
-        if len(layers) != len(last.layers) or any(
-            t is not u and t != u or a is not b for (t, a), (u, b) in zip(layers, last.layers, strict=True)
-        ):
-            return None
-        return last
+            return None, 0
+        old = last.layers
+        if len(layers) != len(old) or not all(map(is_, map(_MEMO, layers), map(_MEMO, old))):
+            return None, 0  # other memos (compared by identity first: a dict comparison would read them)
+        return (last, seen) if layers == old else (None, 0)  # equal transforms (a bound method is made per build)
 
     def _detail(self, protected: bool, required: int, current_cost: int, has_current: bool, budget: int) -> str:
         """What is over budget, for the overflow message.
@@ -309,7 +329,10 @@ class _Window:
     full walk would reach them with no more room than last time, so it keeps
     a newest-first run of them: those whose summed cost fits what remains
     (found by bisecting ``sums``), and stops where last time it stopped or
-    earlier. ``window`` is the kept messages ``structure[ws:]`` as read.
+    earlier. ``window`` is the kept messages ``structure[ws:]`` as read;
+    ``pinned`` the pinned prefix as read and ``pinned_cost`` its tokens (a
+    next turn whose prefix is the same stored messages, read through the same
+    transforms, takes both as they are instead of reading and counting it again).
     """
 
     start: int
@@ -321,6 +344,8 @@ class _Window:
     starts: list[int]
     sums: list[int]
     window: list[Message]
+    pinned: list[Message]
+    pinned_cost: int
 
 
 def _start(unit: Unit) -> int:

@@ -1,4 +1,4 @@
-"""The real Agents SDK: ``Runner.run`` with ``OpenAIResponsesModel`` against the local Responses API stub.
+"""The real Agents SDK: ``Runner.run`` and ``Runner.run_streamed`` with ``OpenAIResponsesModel`` against the local Responses API stub.
 
 Three user turns of a tool-using agent (three tool round trips each) run with
 ``ContextFilter`` and a ``CheckpointerSession`` on SQLite. Asserted: the stub
@@ -7,6 +7,9 @@ its call, no call without its result), within the pipeline's budget by an
 independent tiktoken count of what the stub received, the build report is on
 the filter and on the run context, the runner's items were never changed, and
 the session holds the whole conversation (as the SDK's own SQLiteSession does).
+The streamed run (the stub answers ``"stream": true`` with the API's server-sent
+events) is held to the same request checks, and its caller must receive the
+stub's events (text and argument deltas) and the runner's item events.
 """
 
 from __future__ import annotations
@@ -20,7 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    RawResponsesStreamEvent,
+    RunConfig,
+    RunItemStreamEvent,
+    Runner,
+    SQLiteSession,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents.models.openai_responses import OpenAIResponsesModel
 from agents.run_config import CallModelData, ModelInputData
 from ctxcore_openai_agents import CheckpointerSession, ContextBudgetExceeded, ContextFilter, messages_from_items
@@ -128,6 +140,35 @@ async def converse(agent: Agent[Any], session: Any, run_config: RunConfig | None
     return answers
 
 
+async def converse_streamed(agent: Agent[Any], session: Any, run_config: RunConfig,
+                            context: Any) -> tuple[list[str], list[list[Any]]]:
+    """``converse`` through ``Runner.run_streamed``: each turn's final output and the events its caller received."""
+    answers, events = [], []
+    for turn in range(TURNS):
+        result = Runner.run_streamed(agent, f"Question {turn}: tell me about topic {turn}.", session=session,
+                                     run_config=run_config, context=context)
+        events.append([event async for event in result.stream_events()])
+        answers.append(str(result.final_output))
+    return answers, events
+
+
+def assert_every_request_was_the_build(server: ChatServer, recording: Recording, tmp_path: Path) -> None:
+    """Each request the stub got is the filter's output: legal, within budget by an independent count; some trimmed."""
+    assert len(server.requests) == TURNS * (CALLS_PER_TURN + 1) == len(recording.sent)
+    counter = Pipeline.from_string(pipeline_yaml(tmp_path / "unused.db")).builder().counter  # a fresh tiktoken counter
+    trimmed = 0
+    for body, sent, given in zip(server.requests, recording.sent, recording.given, strict=True):
+        assert body["input"] == json.loads(json.dumps(sent.input))  # exactly what ctxcore built
+        assert body["instructions"] == sent.instructions == INSTRUCTIONS
+        calls = [i["call_id"] for i in body["input"] if i.get("type") == "function_call"]
+        results = [i["call_id"] for i in body["input"] if i.get("type") == "function_call_output"]
+        assert sorted(calls) == sorted(results)  # pairs kept together, none dangling
+        validate_request([m.to_openai() for m in messages_from_items(body["input"])], provider="openai")
+        assert independent_tokens(counter, body) <= WINDOW - RESERVE
+        trimmed += len(body["input"]) < len(given)
+    assert trimmed >= 4, "the budget never had to trim: the test would not show the filter working"
+
+
 class TestFilteredRun:
     def test_multi_turn_tool_run_sends_the_ctxcore_build(self, server: ChatServer, tmp_path: Path) -> None:
         """A 3-turn, 9-tool-call run: the stub got the filter's output, legal and within budget, report attached, session whole."""
@@ -139,19 +180,7 @@ class TestFilteredRun:
         answers = asyncio.run(converse(make_agent(server), session, RunConfig(call_model_input_filter=recording), context))
 
         assert answers == [f"Answer {t}: done." for t in range(TURNS)]
-        assert len(server.requests) == TURNS * (CALLS_PER_TURN + 1) == len(recording.sent)
-        counter = Pipeline.from_string(pipeline_yaml(tmp_path / "unused.db")).builder().counter  # a fresh tiktoken counter
-        trimmed = 0
-        for body, sent, given in zip(server.requests, recording.sent, recording.given, strict=True):
-            assert body["input"] == json.loads(json.dumps(sent.input))  # exactly what ctxcore built
-            assert body["instructions"] == sent.instructions == INSTRUCTIONS
-            calls = [i["call_id"] for i in body["input"] if i.get("type") == "function_call"]
-            results = [i["call_id"] for i in body["input"] if i.get("type") == "function_call_output"]
-            assert sorted(calls) == sorted(results)  # pairs kept together, none dangling
-            validate_request([m.to_openai() for m in messages_from_items(body["input"])], provider="openai")
-            assert independent_tokens(counter, body) <= WINDOW - RESERVE
-            trimmed += len(body["input"]) < len(given)
-        assert trimmed >= 4, "the budget never had to trim: the test would not show the filter working"
+        assert_every_request_was_the_build(server, recording, tmp_path)
         assert isinstance(filt.last_report, BuildReport) and context["ctxcore_report"] is filt.last_report
         # the cache warm: every call after the first reuses the earlier conversions (the session's reloaded items too),
         # converting only the new items (a user question, or the model's call and its result); no window item changed
@@ -168,6 +197,35 @@ class TestFilteredRun:
         # the same conversation as ctxcore messages, through the pipeline's own thread
         thread = pipeline.thread("user-1")
         assert [m.role for m in thread.messages].count("tool") == TURNS * CALLS_PER_TURN
+
+    def test_a_streamed_run_sends_the_build_and_streams_the_events(self, server: ChatServer, tmp_path: Path) -> None:
+        """Runner.run_streamed, 3 turns x 3 tool round trips: every request is the build; the caller gets the stub's events."""
+        pipeline = Pipeline.from_string(pipeline_yaml(tmp_path / "agents.db"))
+        filt = ContextFilter(pipeline)
+        recording = Recording(filt)
+        session = CheckpointerSession.from_pipeline(pipeline, "user-1")
+        context: dict[str, Any] = {}
+        answers, events = asyncio.run(converse_streamed(make_agent(server), session,
+                                                        RunConfig(call_model_input_filter=recording), context))
+
+        assert answers == [f"Answer {t}: done." for t in range(TURNS)]
+        assert all(body["stream"] is True for body in server.requests)
+        assert_every_request_was_the_build(server, recording, tmp_path)
+        assert isinstance(filt.last_report, BuildReport) and context["ctxcore_report"] is filt.last_report
+        for turn, turn_events in enumerate(events):
+            raw = [e.data for e in turn_events if isinstance(e, RawResponsesStreamEvent)]
+            kinds = [e.type for e in raw]
+            assert kinds.count("response.created") == kinds.count("response.completed") == CALLS_PER_TURN + 1
+            deltas = "".join(e.delta for e in raw if e.type == "response.output_text.delta")
+            assert deltas == f"Answer {turn}: done." and len([e for e in raw if e.type == "response.output_text.delta"]) > 1
+            arguments = "".join(e.delta for e in raw if e.type == "response.function_call_arguments.delta")
+            assert arguments == "".join(json.dumps({"topic": f"t{turn}{k}"}) for k in range(CALLS_PER_TURN))
+            names = [e.name for e in turn_events if isinstance(e, RunItemStreamEvent)]
+            assert names.count("tool_called") == names.count("tool_output") == CALLS_PER_TURN
+            assert names[-1] == "message_output_created"
+        items = asyncio.run(session.get_items())
+        kinds = [i.get("type", "message") for i in items]
+        assert kinds.count("function_call") == kinds.count("function_call_output") == TURNS * CALLS_PER_TURN
 
     def test_the_session_matches_the_sdks_own_sqlite_session(self, tmp_path: Path) -> None:
         """The same scripted run stores the same items in CheckpointerSession as in the SDK's SQLiteSession."""
