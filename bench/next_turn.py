@@ -1,7 +1,7 @@
 """Time (or profile) next-turn builds of bench/perf.py's pipeline, with and without a collection before each.
 
 Usage: ``.venv/bin/python bench/next_turn.py [--messages 200] [--budget 128000] [--form dict|Message]
-[--turns 60] [--profile]``, or ``--replay`` for goal 2's replay with each side's tokenization time.
+[--turns 60] [--profile] [--runtime-context]``, or ``--replay`` for goal 2's replay with each side's tokenization time.
 
 The goals table (bench/perf.py) times each build after ``gc.collect()``, so
 every build there runs with cold CPU caches; this script shows both figures
@@ -10,6 +10,9 @@ them), and with ``--profile`` prints cProfile's top functions of the builds and 
 ``--replay`` runs bench/perf.py's replay with both sides' encoder calls timed
 (the same loaded cl100k encoding): how much of each side's total is the
 tokenization of each new message, which both must do once.
+``--runtime-context`` adds the ``agent`` preset's provider after the history
+(``runtime_context``: a new current-turn message every build), the shape most
+users run: the chain then no longer ends in the history.
 """
 
 from __future__ import annotations
@@ -30,15 +33,38 @@ import perf  # noqa: E402
 from workload import coding_agent_transcript  # noqa: E402
 
 
-def next_turns(messages: int, budget: int, form: str, turns: int, collect: bool, profile: cProfile.Profile | None = None) -> float:
-    """Median seconds of ``turns`` builds, each after the history grew by one user message."""
-    pipeline = perf.make_pipeline(budget)
+def make_pipeline(budget: int, runtime_context: bool) -> Any:
+    """bench/perf.py's pipeline, with ``runtime_context`` after the history when asked."""
+    if not runtime_context:
+        return perf.make_pipeline(budget)
+    yaml = perf.pipeline_yaml(budget).replace(", history]", ", history, runtime_context]")
+    host = perf.fresh_host(
+        ("ctxcore-providers", perf.ctxcore_providers.plugin),
+        ("ctxcore-filters", perf.ctxcore_filters.plugin),
+        ("ctxcore-counters", perf.ctxcore_counters.plugin),
+    )
+    pipeline = perf.Pipeline.from_string(yaml, file="<bench/next_turn.py>", host=host)
+    pipeline.builder()
+    return pipeline
+
+
+def next_turns(messages: int, budget: int, form: str, turns: int, collect: bool, profile: cProfile.Profile | None = None,
+               runtime_context: bool = False) -> float:
+    """Median seconds of ``turns`` builds, each after the history grew by one user message.
+
+    With ``runtime_context`` each build also has a new current-turn input (``state["input"]``).
+    """
+    pipeline = make_pipeline(budget, runtime_context)
     history = perf.history_of(coding_agent_transcript(messages, seed=0), form)
-    state = {"messages": history}
+    state: dict[str, Any] = {"messages": history}
+    if runtime_context:
+        state["input"] = "first question"
     pipeline.build(state)
     times = []
     for i, d in enumerate(perf.growth(turns, 0)):
         history.append(perf.item_of(d, form, i))
+        if runtime_context:
+            state["input"] = f"question {i}"
         if collect:
             gc.collect()
         if profile is not None:
@@ -88,6 +114,8 @@ def main() -> None:
     parser.add_argument("--form", choices=perf.FORMS, default="dict")
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--profile", action="store_true", help="print cProfile's top 30 functions and the function calls per build (no collection)")
+    parser.add_argument("--runtime-context", action="store_true",
+                        help="the agent preset's runtime_context provider after the history")
     parser.add_argument("--replay", action="store_true", help="goal 2's replay, with each side's tokenization time")
     args = parser.parse_args()
     if args.replay:
@@ -95,7 +123,7 @@ def main() -> None:
         return
     if args.profile:
         profile = cProfile.Profile()
-        next_turns(args.messages, args.budget, args.form, args.turns, False, profile)
+        next_turns(args.messages, args.budget, args.form, args.turns, False, profile, args.runtime_context)
         stats = pstats.Stats(profile)
         calls = sum(row[1] for row in stats.stats.values())  # type: ignore[attr-defined]
         stats.sort_stats("tottime").print_stats(30)
@@ -103,8 +131,8 @@ def main() -> None:
               f"{args.messages} messages, budget {args.budget}, {args.form})")
         return
     for collect in (False, True):
-        median = next_turns(args.messages, args.budget, args.form, args.turns, collect)
-        print(f"{args.messages} messages, budget {args.budget}, {args.form}, "
+        median = next_turns(args.messages, args.budget, args.form, args.turns, collect, runtime_context=args.runtime_context)
+        print(f"{args.messages} messages, budget {args.budget}, {args.form}{', runtime_context' if args.runtime_context else ''}, "
               f"{'after gc.collect()' if collect else 'no collection'}: {median * 1e3:.3f} ms (median of {args.turns})")
 
 

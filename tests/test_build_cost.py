@@ -11,13 +11,14 @@ from __future__ import annotations
 import copy
 import sys
 import tracemalloc
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ctxcore_counters import TiktokenCounter
 from ctxcore_filters import TokenBudget
-from ctxcore_providers import History, StaticPrompt
+from ctxcore_providers import History, RuntimeContext, StaticPrompt
 from ctxcore_providers import history as history_module
 from ctxcore_providers.history import GUARD
 from hypothesis import HealthCheck, given, settings
@@ -58,9 +59,18 @@ class CountingTiktoken(TiktokenCounter):
         self._encode = counted
 
 
-def agent_builder(counter: Any, budget: int = BUDGET, **budget_options: Any) -> ContextBuilder:
+def _fixed_clock() -> datetime:
+    return datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
+
+
+def agent_builder(counter: Any, budget: int = BUDGET, after: bool = False, **budget_options: Any) -> ContextBuilder:
+    """The prompt, the history and token_budget; with ``after``, the agent preset's runtime_context after the history
+    (a new current-turn message every build, read from ``state["input"]``; a fixed clock)."""
+    providers: list[Any] = [PROMPT, History()]
+    if after:
+        providers.append(RuntimeContext(clock=_fixed_clock))
     return ContextBuilder(
-        [PROMPT, History()],
+        providers,
         [TokenBudget(**budget_options)],
         counter,
         budget=budget,
@@ -320,10 +330,16 @@ def mutate(history: list[Any], data: Any, form: str = "openai") -> list[Any]:
     return history
 
 
-def outcome(builder: ContextBuilder, history: list[Any]) -> Any:
-    """What a build returns, comparable across builders: messages and report, or the error."""
+def outcome(builder: ContextBuilder, history: list[Any], current: str | None = None) -> Any:
+    """What a build returns, comparable across builders: messages and report, or the error.
+
+    ``current`` is the current turn a runtime_context provider reads (``state["input"]``).
+    """
+    state: dict[str, Any] = {"messages": history}
+    if current is not None:
+        state["input"] = current
     try:
-        built: BuiltContext = builder.build({"messages": history})
+        built: BuiltContext = builder.build(state)
     except CtxError as exc:
         return type(exc).__name__, str(exc)
     return read(built)
@@ -344,16 +360,24 @@ def read(built: BuiltContext) -> Any:
 def test_incremental_builds_equal_builds_from_scratch(start: list[Message], budget: int, data: Any) -> None:
     """Whatever happens to the history (Messages, OpenAI chat dicts, Anthropic dicts or Responses items,
     appended, edited in place, truncated, handed over anew) between builds, a reused builder gives exactly
-    a fresh builder's result."""
+    a fresh builder's result. With a provider after the history (runtime_context: a new current turn, the
+    same one again, or none), too."""
     counter = TiktokenCounter("cl100k_base")
     options = data.draw(st.sampled_from([{}, {"on_overflow": "warn"}, {"trim_from_start": False}]))
-    reused = agent_builder(counter, budget, **options)
+    after = data.draw(st.booleans())
+    reused = agent_builder(counter, budget, after, **options)
     form = data.draw(st.sampled_from(["Message", "openai", "anthropic", "responses"]))
     history: list[Any] = list(start) if form == "Message" else as_form(start, form)
     for _ in range(data.draw(st.integers(1, 5))):
-        assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
+        current = data.draw(CURRENT) if after else None
+        assert outcome(reused, history, current) == outcome(agent_builder(counter, budget, after, **options), history, current)
         history = mutate(history, data, "openai" if form == "Message" else form)
-    assert outcome(reused, history) == outcome(agent_builder(counter, budget, **options), history)
+    current = data.draw(CURRENT) if after else None
+    assert outcome(reused, history, current) == outcome(agent_builder(counter, budget, after, **options), history, current)
+
+
+#: the current turn runtime_context reads: a few texts (so the same one comes again), or none.
+CURRENT = st.one_of(st.none(), st.sampled_from(["next?", "and then", "why"]), st.text(max_size=30))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -417,13 +441,15 @@ POISON = [
 def test_next_turns_reuse_the_last_window_exactly(steps: list[list[Message]], budget: int, dicts: bool, data: Any) -> None:
     """A history that only grows (the next turns of a conversation, a tool run's results in a later step,
     the odd message the repair step must fix once it is past): every build, reusing the last build's kept
-    window and output checks (engine.reuse), equals a fresh builder's build, under every target setting."""
+    window and output checks (engine.reuse), equals a fresh builder's build, under every target setting,
+    with or without a provider after the history (runtime_context's new current turn)."""
     counter = TiktokenCounter("cl100k_base")
     target = data.draw(st.sampled_from(TARGETS))
     pairing = data.draw(st.booleans())
+    after = data.draw(st.booleans())
 
     def builder() -> ContextBuilder:
-        b = agent_builder(counter, budget, on_overflow="warn")
+        b = agent_builder(counter, budget, after, on_overflow="warn")
         b.target, b.check_pairing = target, pairing
         return b
 
@@ -433,7 +459,8 @@ def test_next_turns_reuse_the_last_window_exactly(steps: list[list[Message]], bu
         history.extend(m.to_openai() for m in step) if dicts else history.extend(step)
         if step[0].role != "tool" and not data.draw(st.integers(0, 3)):
             continue  # not every append is followed by a build
-        assert outcome(reused, history) == outcome(builder(), history)
+        current = data.draw(CURRENT) if after else None
+        assert outcome(reused, history, current) == outcome(builder(), history, current)
 
 
 TARGETS = [
@@ -663,3 +690,90 @@ class TestExtensionProofs:
         assert memo.resume(Snapshot(store)) == (7, 3)
         assert memo.resume(Snapshot([*store[:2], human("x", id="x"), human("n", id="n")])) == (None, 0)
         assert memo.resume([*store]) == (7, 3)  # an equal list: compared, same answer
+
+    def test_a_chain_with_a_new_last_part_proves_what_it_shares(self) -> None:
+        """A new last part (a provider after the history) stops the in-place growth, but the chain still proves,
+        by its parts, that it shares the previous chain's items up to the old last part, and marks its own."""
+        sys_a = [system("s", id="s")]
+        store = [human("a", id="a")]
+        old = Snapshot(store)
+        store.append(ai("b", id="b"))
+        previous = MessageChain([LazyMessages(list(sys_a)), LazyMessages(old), [human("now 1", id="n1")]])
+        assert previous.structure.mark == 2
+        chain = MessageChain([LazyMessages(list(sys_a)), LazyMessages(Snapshot(store)), [human("now 2", id="n2")]],
+                             previous=previous)
+        assert not chain.structure.extends(previous.structure) and chain.structure.shares(previous.structure) == 2
+        assert chain.structure.mark == 3 and [m.id for m in chain.structure] == ["s", "a", "b", "n2"]
+        edited = MessageChain([LazyMessages(list(sys_a)), LazyMessages(Snapshot([human("x", id="a"), *store[1:]])),
+                               [human("now 2", id="n2")]], previous=previous)
+        assert edited.structure.shares(previous.structure) == 1  # only the prompt: the history is a new list
+        other_prompt = MessageChain([LazyMessages([system("t", id="t")]), LazyMessages(Snapshot(store))], previous=previous)
+        assert other_prompt.structure.shares(previous.structure) == 0
+
+    def test_prefix_memo_resumes_at_the_mark_when_only_the_last_part_changed(self) -> None:
+        """The walk's state at the chain's mark serves the next chain that shares the items up to it."""
+        store = [human("a", id="a")]
+        previous = MessageChain([LazyMessages(Snapshot(store)), [human("now 1", id="n1")]])
+        memo: PrefixMemo[int] = PrefixMemo()
+        walked: list[str] = []
+
+        def step(state: int, part: Any) -> int:
+            walked.extend(m.id for m in part)
+            return state + len(part)
+
+        assert memo.advance(previous.structure, 0, 0, step) == 2 and walked == ["a", "n1"]
+        store.append(ai("b", id="b"))
+        chain = MessageChain([LazyMessages(Snapshot(store)), [human("now 2", id="n2")]], previous=previous)
+        state, start = memo.resume(chain.structure)
+        assert (state, start) == (1, 1)  # after "a": the old mark
+        walked.clear()
+        assert memo.advance(chain.structure, state, start, step) == 3 and walked == ["b", "n2"]
+        unrelated = MessageChain([LazyMessages(Snapshot([human("z", id="z"), ai("b", id="b")])), [human("q", id="q")]])
+        assert memo.resume(unrelated.structure) == (None, 0)
+
+
+class TestProviderAfterHistory:
+    """The agent preset's runtime_context after the history: a next turn walks only what is new."""
+
+    def test_a_next_turn_walks_only_the_new_messages_for_legality_and_shape(
+        self, transcript: list[Message], monkeypatch: Any
+    ) -> None:
+        builder_module = sys.modules[ContextBuilder.__module__]
+        budget_module = sys.modules[TokenBudget.__module__]
+        walked = {"legality": 0, "shape": 0, "units": 0}
+        legality, shape, units = builder_module.open_calls_after, budget_module._shape_step, budget_module._units_newest_first
+
+        def counted_legality(messages: Any, pending: Any = frozenset()) -> Any:
+            walked["legality"] += len(messages)
+            return legality(messages, pending)
+
+        def counted_shape(state: Any, tail: Any) -> Any:
+            walked["shape"] += len(tail)
+            return shape(state, tail)
+
+        def counted_units(structure: Any, floor: int) -> Any:
+            for unit in units(structure, floor):
+                walked["units"] += 1
+                yield unit
+
+        monkeypatch.setattr(builder_module, "open_calls_after", counted_legality)
+        monkeypatch.setattr(budget_module, "_units_newest_first", counted_units)
+        monkeypatch.setattr(budget_module, "_shape_step", counted_shape)
+        counter = TiktokenCounter("cl100k_base")
+        builder = agent_builder(counter, 32_000, after=True)
+        history = [m.to_openai() for m in transcript[:3_000]]
+        state: dict[str, Any] = {"messages": history, "input": "first"}
+        builder.build(state)
+        assert walked["legality"] > 3_000 and walked["shape"] > 3_000  # the cold build walks everything once
+        assert walked["units"] > 50  # the kept window's units
+        for turn in range(3):
+            walked.update(legality=0, shape=0, units=0)
+            history.append({"role": "user", "content": f"q{turn}"})
+            history.append({"role": "assistant", "content": f"a{turn}"})
+            state["input"] = f"question {turn}"
+            built = builder.build(state)
+            # two new history messages and the current turn; token_budget groups their units (and the one found
+            # not to fit) and takes the older kept units from the last window
+            assert walked["legality"] == 3 and walked["shape"] == 3 and walked["units"] <= 4
+            fresh = agent_builder(counter, 32_000, after=True).build(state)
+            assert read(built) == read(fresh)

@@ -213,6 +213,19 @@ def test_messages_the_legal_start_drops_must_pass_the_repair_step_unchanged(lead
     assert plain is not None and [m.text for m in plain.messages] == ["s", "q2", "q3"] and plain.dropped[0].text == "lead"
 
 
+def test_a_new_current_turn_after_the_history_is_reused() -> None:
+    """A provider after the history (runtime_context): the last output's current turn is not in the new one, the
+    history's new messages and a new current turn follow the shared run; the full steps give the same answer."""
+    previous = [system("s"), human("q1"), ai("a1"), human("now 1")]
+    current = [*previous[:3], human("q2"), ai("a2"), human("now 2")]
+    memo = OutputMemo()
+    memo.save(previous, COUNTER.count_each(previous), KEY)
+    reused = memo.reuse(current, KEY, _check_new, None, True)
+    assert reused is not None and reused.tail == 3 and reused.messages == current and reused.dropped == []
+    assert reused.shared_counts == COUNTER.count_each(current[:3])
+    check_tool_pairing(reused.messages)
+
+
 def _reference_runs(previous: list[Message], current: list[Message], limit: int = 4) -> tuple[list[tuple[int, int]], int]:
     """shared_runs as first written: the first identical object at or after the last run's end, by a list of ids."""
     if not previous or not current:

@@ -432,11 +432,9 @@ class ContextBuilder:
     def _is_legal(self, structure: Sequence[Message]) -> bool:
         """Tool-call legality of ``structure``, walking only what was appended since the last build."""
         state, start = self._legality.resume(structure)
-        pending = state[0] if state is not None else frozenset()
-        if pending is not None:
-            pending = open_calls_after(structure[start:] if start else structure, pending)
-        self._legality.save(structure, (pending,))
-        return pending == frozenset()
+        if state is None:
+            state, start = (frozenset(),), 0
+        return self._legality.advance(structure, state, start, _legality_step)[0] == frozenset()
 
     def _legal_start(
         self, messages: list[Message], history: Sequence[Message], tool_tokens: int, report: BuildReport
@@ -674,3 +672,9 @@ def _check_filter_output(result: list[Any], start: int = 0) -> None:
             raise TypeError(f"returned item {i} is a {type(m).__name__}, not a ctxcore Message")
         if m.role == "system" and m.trust == "untrusted":
             raise ValueError(f"returned item {i} puts untrusted content in the system role")
+
+
+def _legality_step(state: tuple[frozenset[str] | None], messages: Sequence[Message]) -> tuple[frozenset[str] | None]:
+    """One leg of the legality walk (PrefixMemo.advance): the calls still open after ``messages``, or ``None``."""
+    pending = state[0]
+    return (open_calls_after(messages, pending) if pending is not None else None,)

@@ -16,7 +16,12 @@ identity is stable across builds), so the next build reuses it.
 :class:`PrefixMemo` remembers the list a walk last saw and the walk's state, so
 the next walk over an append-only list resumes after the unchanged prefix
 (proven by a :class:`Snapshot`'s identity and length, else checked by one
-C-level pointer comparison, never a per-message Python loop).
+C-level pointer comparison, never a per-message Python loop). It also keeps
+the walk's state at the chain's *mark* (where its last part begins): a
+provider after the history (the ``agent`` preset's ``runtime_context``) makes
+a new last part every build, so the chain cannot extend the last one in
+place, but it proves by its parts that it shares the last chain's items up to
+the old mark (:attr:`Snapshot.origin`), and the walk resumes there.
 
 Why snapshots: a next turn's history is the last one plus a message. Copying
 the 20,000 pointers of a long history (the provider's snapshot of its
@@ -61,6 +66,11 @@ class Snapshot(Sequence[Message]):
     one by identity and length alone (:meth:`extends`), without comparing a
     single message. The history provider and :class:`MessageChain` make them.
 
+    A :class:`MessageChain` that cannot extend the last chain's list in place
+    sets ``origin`` (that list) and ``shared`` (how many leading items it
+    proved, by its parts, to be the same objects as ``origin``'s), and ``mark``
+    (where its last part begins), so a :class:`PrefixMemo` can resume there.
+
     Args:
         items: the append-only list (not copied; any other iterable is copied
             into a new list).
@@ -70,13 +80,26 @@ class Snapshot(Sequence[Message]):
         ValueError: ``length`` is negative or more than ``items`` holds.
     """
 
-    __slots__ = ("items", "length")
+    __slots__ = ("items", "length", "origin", "shared", "mark")
 
     def __init__(self, items: Iterable[Message] = (), length: int | None = None) -> None:
         self.items: list[Message] = items if type(items) is list else list(items)
         self.length = len(self.items) if length is None else length
         if not 0 <= self.length <= len(self.items):
             raise ValueError(f"snapshot length {length} outside 0..{len(self.items)}")
+        self.origin: list[Message] | None = None  # another append-only list whose first `shared` items are ours
+        self.shared = 0
+        self.mark = 0  # where the last part of a chain begins (0: no mark)
+
+    def shares(self, other: object) -> int:
+        """How many leading items this snapshot provably has in common with ``other`` (nothing compared)."""
+        if not isinstance(other, Snapshot):
+            return 0
+        if other.items is self.items:
+            return min(self.length, other.length)
+        if self.origin is not None and self.origin is other.items:
+            return min(self.shared, other.length)
+        return 0
 
     def extends(self, other: object) -> bool:
         """Whether this snapshot holds every item of ``other`` at the same place (``other``'s list, no shorter)."""
@@ -226,11 +249,46 @@ class MessageChain(Sequence[Message]):
             self._offsets.append(total)
             total += len(p)
         base = self._grown(previous)
+        shared = 0
         if base is None:
+            shared = self._shared(previous)
             base = []
             for p in self.parts:
                 base.extend(_pointers(structure_of(p)))
         self.structure = Snapshot(base, total)
+        if shared and previous is not None:
+            self.structure.origin, self.structure.shared = previous.structure.items, shared
+        if len(self.parts) > 1:
+            self.structure.mark = self._offsets[-1]
+
+    def _shared(self, previous: MessageChain | None) -> int:
+        """How many leading items this chain proves it shares with ``previous`` (by its parts, as :meth:`_grown`).
+
+        Parts are matched in order while each holds the same objects as the
+        previous chain's items at that place (a list compared by pointer, one
+        C-level pass over a short part, or a :class:`Snapshot` of the same
+        length on the same list); a :class:`Snapshot` that extends the previous
+        part ends the match after that part's old items. So a history followed
+        by a new ``runtime_context`` message shares everything up to the old
+        history's end.
+        """
+        if previous is None:
+            return 0
+        ends = [*previous._offsets[1:], previous.structure.length]
+        shared = 0
+        for mine, theirs, offset, end in zip(self.parts, previous.parts, previous._offsets, ends, strict=False):
+            a, had = structure_of(mine), end - offset
+            if isinstance(a, Snapshot):
+                if not a.extends(structure_of(theirs)):
+                    break
+                shared += had
+                if len(a) != had:
+                    break
+            elif len(a) == had and all(map(is_, a, previous.structure.items[offset:end])):
+                shared += had  # the same objects as the previous chain's own pointers there
+            else:
+                break
+        return shared
 
     def _grown(self, previous: MessageChain | None) -> list[Message] | None:
         """``previous``'s list with the new items of the last part appended, when this chain extends ``previous``.
@@ -357,31 +415,73 @@ class PrefixMemo(Generic[S]):
     snapshots of the same append-only list prove it by identity and length
     (:meth:`Snapshot.extends`: nothing compared); anything else costs one
     C-level list comparison (identical elements compare by pointer).
+
+    :meth:`advance` walks from a resumed state to the end and, on a chain's
+    snapshot, also keeps the state at its :attr:`Snapshot.mark` (where the
+    last part begins). When the next chain's last part is new (a provider after
+    the history) but the chain proves it shares the items up to that mark
+    (:meth:`Snapshot.shares`), ``resume`` continues from the mark: the walk
+    covers the history's new messages and the last part, not the history.
     """
 
-    __slots__ = ("_items", "_state")
+    __slots__ = ("_items", "_state", "_mark")
 
     def __init__(self) -> None:
         self._items: list[Any] | Snapshot = []
         self._state: S | None = None
+        self._mark: tuple[int, S] | None = None  # (index, the walk's state after items[:index])
 
     def resume(self, items: Sequence[Any]) -> tuple[S | None, int]:
         """The saved state and where to continue, or ``(None, 0)`` when the prefix changed."""
         seen = self._items
         n = len(seen)
-        if self._state is None or n == 0 or len(items) < n:
+        if self._state is None or n == 0:
             return None, 0
-        if isinstance(items, Snapshot) and items.extends(seen):
-            return self._state, n  # the same append-only list, no shorter: nothing to compare
-        if items[n - 1] is not seen[n - 1] or items[0] is not seen[0]:
+        if isinstance(items, Snapshot):
+            if items.extends(seen):
+                return self._state, n  # the same append-only list, no shorter: nothing to compare
+            mark = self._mark
+            if mark is not None and 0 < mark[0] <= items.shares(seen):
+                return mark[1], mark[0]  # the items up to the last part of what was seen: proven the same
+        if len(items) < n or items[n - 1] is not seen[n - 1] or items[0] is not seen[0]:
             return None, 0
         prefix = items[:n]
         if (prefix if isinstance(prefix, list) else list(prefix)) != (seen if isinstance(seen, list) else seen.tolist()):
             return None, 0
         return self._state, n
 
+    def shared(self, items: Sequence[Any]) -> tuple[S | None, int]:
+        """The saved state and how many leading items ``items`` provably shares with what it was saved for.
+
+        For a walk whose state says itself how far it is valid (``token_budget``'s
+        window: the units before its last run); only a snapshot's proof counts
+        (:meth:`Snapshot.shares`), nothing is compared.
+        """
+        if self._state is None or not isinstance(items, Snapshot):
+            return None, 0
+        return self._state, items.shares(self._items)
+
+    def advance(self, items: Sequence[Any], state: S, start: int, step: Callable[[S, Sequence[Any]], S]) -> S:
+        """Walk ``items[start:]`` from ``state`` with ``step`` (state, slice -> state), save and return the result.
+
+        ``state`` is the walk's state after ``items[:start]`` (from
+        :meth:`resume`, or the caller's initial state). On a snapshot with a
+        mark at or after ``start`` the walk stops there once to keep the state
+        for the next build (see the class docstring).
+        """
+        mark = items.mark if isinstance(items, Snapshot) else 0
+        if 0 < mark < len(items) and start <= mark:
+            at_mark = step(state, items[start:mark]) if start < mark else state
+            state = step(at_mark, items[mark:])
+            self.save(items, state)
+            self._mark = (mark, at_mark)
+            return state
+        state = step(state, items[start:] if start else items)
+        self.save(items, state)
+        return state
+
     def save(self, items: Sequence[Any], state: S) -> None:
-        """Remember ``state`` as the result of walking all of ``items``.
+        """Remember ``state`` as the result of walking all of ``items`` (and forget any mark).
 
         A list or a :class:`Snapshot` is kept by reference (no copy): the caller
         hands over a list it will not mutate (a fresh slice), or a snapshot,
@@ -389,3 +489,4 @@ class PrefixMemo(Generic[S]):
         """
         self._items = items if isinstance(items, (list, Snapshot)) else list(items)
         self._state = state
+        self._mark = None

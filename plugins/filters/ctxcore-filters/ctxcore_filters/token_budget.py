@@ -122,18 +122,13 @@ class TokenBudget:
         """True when no message after ``start`` is protected and all share one priority (tail-first applies).
 
         Resumes after the part of ``structure`` seen last time when only new
-        messages were appended (and the pinned prefix is as long as then).
+        messages were appended (and the pinned prefix is as long as then), or
+        after the history when only a provider after it changed (PrefixMemo's mark).
         """
         state, k = self._shape.resume(structure)
-        if state is not None and state[0] == start and k >= start:
-            _, protected, priorities = state
-        else:
-            protected, priorities, k = False, frozenset(), start
-        if not protected:
-            tail = structure[k:]
-            protected = "protected" in map(_ZONE, tail)
-            priorities = priorities.union(map(_PRIORITY, tail))
-        self._shape.save(structure, (start, protected, priorities))
+        if state is None or state[0] != start or k < start:
+            state, k = (start, False, frozenset()), start
+        _, protected, priorities = self._shape.advance(structure, state, k, _shape_step)
         return not protected and len(priorities) <= 1
 
     def _tail_first(
@@ -188,6 +183,11 @@ class TokenBudget:
             kept.append(read)
             starts.append(unit.start)
             costs.append(unit_cost)
+        if last is not None and not broke and remaining > limit - last.sums[-1] + last.sums[bisect_left(last.starts, floor)]:
+            # more room before `floor` than last time (a part after the history replaced by a cheaper one): a unit
+            # the last walk could not fit may fit now, so walk it all again (rare: the current turn usually grows)
+            self._window.save([], None)
+            return self._tail_first(messages, structure, start, budget, ctx)
         old_starts: list[int] = []
         sums = [0]
         if last is not None and not broke:  # the older units: the last window's, by their costs
@@ -223,7 +223,12 @@ class TokenBudget:
         if layers is None:
             return None, 0
         last, seen = self._window.resume(structure)
-        if last is None or last.start != start:
+        if last is None:  # a new part after the history: the units before the last run may still be the same
+            last, shared = self._window.shared(structure)
+            if last is None or shared < last.run or last.run >= len(structure) or structure[last.run].role == "tool":
+                return None, 0
+            seen = last.run  # what is proven the same: everything before the last build's final run
+        if last.start != start:
             return None, 0
         if last.counter is not counter or last.ws > last.run:
             return None, 0
@@ -368,3 +373,11 @@ def _classify(units: list[Unit], rest: Sequence[Message]) -> tuple[list[Unit], l
             dynamic.append(u)
             priorities.append(max(m.priority for m in part))
     return protected, dynamic, priorities
+
+
+def _shape_step(state: tuple[int, bool, frozenset[int]], tail: Sequence[Message]) -> tuple[int, bool, frozenset[int]]:
+    """One leg of the shape walk (PrefixMemo.advance): whether ``tail`` holds a protected message, and its priorities."""
+    start, protected, priorities = state
+    if protected:
+        return state
+    return start, "protected" in map(_ZONE, tail), priorities.union(map(_PRIORITY, tail))
