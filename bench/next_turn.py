@@ -87,24 +87,12 @@ def replay_shares(turns: int) -> None:
     dicts = coding_agent_transcript(max(4 * turns, 200), seed=0)
     encoding = perf.encoding_of(perf.make_pipeline(8_000).builder().counter)
     rep = perf.replay(dicts, turns, perf.Config().replay_budget, encoding)
-    texts = [t for d in dicts[:rep["final_messages"]] for t in _texts(d)]
-    started = time.perf_counter()
-    for text in texts:
-        encoding.encode_ordinary(text)
-    floor = time.perf_counter() - started
+    floor = rep["shared_tokenization_s"]
     for side, key in (("ctxcore", "ctxcore_s"), ("LangChain", "langchain_s")):
         print(f"{side}: {rep[key]:.3f} s in {turns} builds; tokenizing the {rep['final_messages']:,} messages once "
               f"takes {floor:.3f} s ({floor / rep[key]:.0%} of it); the rest {rep[key] - floor:.3f} s")
     print(f"ratio LangChain / ctxcore {rep['langchain_s'] / rep['ctxcore_s']:.2f}x; "
           f"without the shared tokenization {(rep['langchain_s'] - floor) / (rep['ctxcore_s'] - floor):.2f}x")
-
-
-def _texts(d: dict[str, Any]) -> list[str]:
-    """The strings of one OpenAI dict a counter tokenizes (content, tool call names and arguments)."""
-    out = [d.get("content") or ""]
-    for call in d.get("tool_calls") or ():
-        out += [call["function"]["name"], call["function"]["arguments"]]
-    return [t for t in out if t]
 
 
 def main() -> None:
