@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 from ctxcore_providers import History, StaticPrompt
+from ctxcore_providers.history import private_copy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxcore import Message, human
 
@@ -82,6 +85,42 @@ class TestHistoryReuse:
         item["content"] = "after"
         [m] = h.get_messages({"messages": [item]}, {})
         assert m.content == "after"
+
+    def test_nested_edit_in_place_is_reconverted(self) -> None:
+        """An edit deep inside a guarded dict (a tool call's arguments) is noticed too."""
+        h = History()
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        item = {"role": "assistant", "content": None, "tool_calls": [call]}
+        h.get_messages({"messages": [{"role": "user", "content": "go"}, item]}, {})
+        call["function"]["arguments"] = '{"x": 1}'
+        out = h.get_messages({"messages": [{"role": "user", "content": "go"}, item]}, {})
+        [planned] = [m for m in out if m.tool_calls]
+        assert planned.tool_calls[0].arguments == '{"x": 1}'
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JSON)
+def test_private_copy_equals_and_shares_nothing_mutable(value: object) -> None:
+    """The guard's copy equals the original, and no dict or list of the original is inside it."""
+    copied = private_copy(value)
+    assert copied == value
+
+    def containers(v: object) -> list[object]:
+        if isinstance(v, dict):
+            return [v, *(c for x in v.values() for c in containers(x))]
+        if isinstance(v, list):
+            return [v, *(c for x in v for c in containers(x))]
+        return []
+
+    originals = {id(c) for c in containers(value)}
+    assert not originals & {id(c) for c in containers(copied)}
 
 
 # ------------------------------------------------------------------ contracts
