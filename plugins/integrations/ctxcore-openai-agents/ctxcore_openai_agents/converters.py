@@ -32,9 +32,8 @@ messages for every item shape.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-from uuid import uuid4
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall, to_openai_responses
 from ctxcore_openai_agents.errors import UnsupportedItem
@@ -199,6 +198,8 @@ def _assistant(group: Sequence[Mapping[str, Any]], start: int, validate: bool) -
 
 # Message's plain defaults (no factory), taken from the model so they follow it: what validation fills in.
 _DEFAULTS = {name: f.default for name, f in Message.model_fields.items() if not f.is_required() and f.default_factory is None}
+#: Message's own id factory (what validation calls for a message without an id).
+_new_id = cast(Callable[[], str], Message.model_fields["id"].default_factory)
 _CALL_FIELDS = frozenset({"id", "name", "arguments"})
 
 
@@ -211,13 +212,12 @@ def _message(fields: dict[str, Any], checked: bool) -> Message:
     content is an exact ``str``, ``None`` or a tuple of blocks made by this
     module (:func:`_checked`). So ``Message.model_construct`` with the same
     fields-set gives the message validation would give (a fresh id, the
-    model's defaults for the rest); the id is drawn as the model's default
-    factory draws it.
+    model's defaults for the rest, the id from the model's own id factory).
     """
     if not checked:
         return Message(**fields)
     values = {**_DEFAULTS, **fields}
-    values["id"] = uuid4().hex
+    values["id"] = _new_id()
     return Message.model_construct(set(fields), **values)
 
 
