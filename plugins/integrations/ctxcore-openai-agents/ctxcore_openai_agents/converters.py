@@ -16,24 +16,29 @@ groups the items into messages:
   system role) and is re-sent as the item it was.
 
 Every message carries the JSON copies of its items in
-``metadata["openai_agents_items"]`` and the fingerprint it had when made, so
-:func:`items_from_messages` gives back exactly the items when the message is
-unchanged (reasoning items, ids, statuses, annotations included), and renders a
-message a filter changed (a truncated tool output, a summary) with
+``metadata["openai_agents_items"]``, so :func:`items_from_messages` gives back
+exactly the items when the message still reads as those items convert
+(reasoning items, ids, statuses, annotations included), and renders a message a
+filter changed (a truncated tool output, a summary) with
 :func:`ctxcore.to_openai_responses`. Reasoning and hosted-tool items are not
 counted as text and travel with their assistant turn: kept or dropped with it.
+
+Messages are built without pydantic validation where this module has checked
+every field by hand (:func:`_message`; the usual case: text content, string ids
+and arguments); anything else goes through ``Message(...)`` and its errors. A
+hypothesis property (tests/test_converters.py) checks that both give equal
+messages for every item shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall, to_openai_responses
 from ctxcore_openai_agents.errors import UnsupportedItem
 
 __all__ = [
-    "FINGERPRINT_KEY",
     "ITEMS_KEY",
     "SOURCE",
     "group_items",
@@ -43,12 +48,12 @@ __all__ = [
     "message_from_group",
     "messages_from_items",
     "plain_item",
+    "reads_same",
+    "recorded_items",
 ]
 
 #: metadata key of the JSON copies of the items a message was made from.
 ITEMS_KEY = "openai_agents_items"
-#: metadata key of the message's fingerprint when it was made (a changed message no longer matches).
-FINGERPRINT_KEY = "openai_agents_fingerprint"
 #: ``Message.source`` of messages made from the SDK's input items.
 SOURCE = "openai-agents:input"
 
@@ -104,27 +109,31 @@ def messages_from_items(items: Iterable[Any]) -> list[Message]:
     return [message_from_group(plain[start:end], start) for start, end in group_items(plain)]
 
 
-def message_from_group(group: Sequence[Mapping[str, Any]], start: int = 0) -> Message:
-    """The one message of a span from :func:`group_items`; ``start`` is its first index, for errors."""
+def message_from_group(group: Sequence[Mapping[str, Any]], start: int = 0, *, validate: bool = False) -> Message:
+    """The one message of a span from :func:`group_items`; ``start`` is its first index, for errors.
+
+    ``validate=True`` builds every message through ``Message(...)`` (the
+    reference the unvalidated construction is tested against; same result).
+    """
     first = group[0]
     kind = first.get("type")
     if is_assistant_side(first):
-        message = _assistant(group, start)
-    elif kind == "function_call_output":
-        message = Message(role="tool", content=_output(first.get("output"), start), tool_call_id=_text_field(first, "call_id", start),
-                          trust="untrusted", source=SOURCE, metadata={ITEMS_KEY: _copies(group, start)})
-    elif kind in (None, "message") and "role" in first:
+        return _assistant(group, start, validate)
+    if kind == "function_call_output":
+        content = _output(first.get("output"), start)
+        call_id = _text_field(first, "call_id", start)
+        return _message({"role": "tool", "content": content, "tool_call_id": call_id, "trust": "untrusted",
+                         "source": SOURCE, "metadata": {ITEMS_KEY: _copies(group, start)}},
+                        not validate and _checked(content) and type(call_id) is str)
+    if kind in (None, "message") and "role" in first:
         role = first.get("role")
         if role not in ("user", "system", "developer"):
             raise UnsupportedItem(f"a message item with role {role!r} (user, assistant, system, developer)", index=start)
-        message = Message(role="user", content=_content(first.get("content"), start), trust="untrusted", source=SOURCE,
-                          metadata={ITEMS_KEY: _copies(group, start)})
-    else:
-        raise UnsupportedItem(f"Responses input item of type {kind!r} is not supported ({_SUPPORTED}); "
-                              "drop or rewrite such items in your own filter before ctxcore's", index=start)
-    # Made here and seen by nobody yet: recording what it looked like lets a changed copy be told apart.
-    message.metadata[FINGERPRINT_KEY] = message.fingerprint
-    return message
+        content = _content(first.get("content"), start)
+        return _message({"role": "user", "content": content, "trust": "untrusted", "source": SOURCE,
+                         "metadata": {ITEMS_KEY: _copies(group, start)}}, not validate and _checked(content))
+    raise UnsupportedItem(f"Responses input item of type {kind!r} is not supported ({_SUPPORTED}); "
+                          "drop or rewrite such items in your own filter before ctxcore's", index=start)
 
 
 def items_from_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
@@ -140,27 +149,89 @@ def items_from_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
 
 
 def recorded_items(m: Message) -> list[dict[str, Any]] | None:
-    """The items ``m`` was made from, or ``None`` when it was not made from items or was changed since."""
+    """The items ``m`` was made from, or ``None`` when it was not made from items or no longer reads as they convert.
+
+    Reads as: :func:`reads_same` as the message the recorded items convert to
+    now (so a message reloaded from a checkpoint is recognised too). Recorded
+    items that do not convert to one message (edited metadata) are not used:
+    the message is then rendered from what it reads.
+    """
     items = m.metadata.get(ITEMS_KEY)
-    if items is None or m.metadata.get(FINGERPRINT_KEY) != m.fingerprint:
+    if not isinstance(items, list) or not items or not all(isinstance(i, Mapping) for i in items):
         return None
-    return list(items)
+    if group_items(items) != [(0, len(items))]:
+        return None
+    try:
+        again = message_from_group(items)
+    except (UnsupportedItem, ValueError):  # ValueError: pydantic's ValidationError of a hand-edited item
+        return None
+    return list(items) if reads_same(m, again) else None
 
 
-def _assistant(group: Sequence[Mapping[str, Any]], start: int) -> Message:
+def reads_same(a: Message, b: Message) -> bool:
+    """Whether the model reads ``a`` and ``b`` alike: role, content, name, tool call id and tool calls.
+
+    The fields :attr:`ctxcore.Message.fingerprint` digests, compared directly
+    (the same objects compare by pointer), so telling a message a filter
+    changed from its conversion needs no digest of either.
+    """
+    return a is b or (a.role == b.role and a.content == b.content and a.name == b.name
+                      and a.tool_call_id == b.tool_call_id and a.tool_calls == b.tool_calls)
+
+
+def _assistant(group: Sequence[Mapping[str, Any]], start: int, validate: bool) -> Message:
     texts: list[str] = []
     calls: list[ToolCall] = []
     for k, item in enumerate(group):
         kind = item.get("type")
         if kind == "function_call":
-            calls.append(ToolCall(id=_text_field(item, "call_id", start + k), name=_text_field(item, "name", start + k),
-                                  arguments=item.get("arguments") or "{}"))
+            call_id, name = _text_field(item, "call_id", start + k), _text_field(item, "name", start + k)
+            calls.append(_call(call_id, name, item.get("arguments") or "{}", validate))
         elif kind in (None, "message"):
             texts.extend(_assistant_texts(item.get("content"), start + k))
     content: str | tuple[TextBlock, ...] | None
     content = texts[0] if len(texts) == 1 else (tuple(TextBlock(text=t) for t in texts) if texts else None)
-    return Message(role="assistant", content=content, tool_calls=tuple(calls), trust="untrusted", source=SOURCE,
-                   metadata={ITEMS_KEY: _copies(group, start)})
+    return _message({"role": "assistant", "content": content, "tool_calls": tuple(calls), "trust": "untrusted",
+                     "source": SOURCE, "metadata": {ITEMS_KEY: _copies(group, start)}},
+                    not validate and _checked(content))
+
+
+# Message's plain defaults (no factory), taken from the model so they follow it: what validation fills in.
+_DEFAULTS = {name: f.default for name, f in Message.model_fields.items() if not f.is_required() and f.default_factory is None}
+#: Message's own id factory (what validation calls for a message without an id).
+_new_id = cast(Callable[[], str], Message.model_fields["id"].default_factory)
+_CALL_FIELDS = frozenset({"id", "name", "arguments"})
+
+
+def _message(fields: dict[str, Any], checked: bool) -> Message:
+    """``Message(**fields)``; without validation when ``checked`` (the caller checked every field's type by hand).
+
+    What the callers check is all that validation would check of these
+    fields: the role is fixed and never ``system``, ``trust`` untrusted, a
+    tool result has a string call id, only an assistant has tool calls, and the
+    content is an exact ``str``, ``None`` or a tuple of blocks made by this
+    module (:func:`_checked`). So ``Message.model_construct`` with the same
+    fields-set gives the message validation would give (a fresh id, the
+    model's defaults for the rest, the id from the model's own id factory).
+    """
+    if not checked:
+        return Message(**fields)
+    values = {**_DEFAULTS, **fields}
+    values["id"] = _new_id()
+    return Message.model_construct(set(fields), **values)
+
+
+def _checked(content: Any) -> bool:
+    """Whether ``content`` is what validation keeps as it is: an exact ``str``, ``None``, or this module's block tuple."""
+    return content is None or type(content) is str or type(content) is tuple
+
+
+def _call(call_id: str, name: str, arguments: Any, validate: bool) -> ToolCall:
+    """A tool call; without validation when every field is an exact ``str`` and the arguments need no NaN repair."""
+    if (validate or type(call_id) is not str or type(name) is not str or type(arguments) is not str
+            or "NaN" in arguments or "Infinity" in arguments):
+        return ToolCall(id=call_id, name=name, arguments=arguments)
+    return ToolCall.model_construct(set(_CALL_FIELDS), id=call_id, name=name, arguments=arguments, type="function")
 
 
 def _assistant_texts(content: Any, index: int) -> list[str]:

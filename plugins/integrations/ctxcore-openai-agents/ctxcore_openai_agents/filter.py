@@ -33,9 +33,9 @@ from typing import Any
 
 from agents.run_config import CallModelData, ModelInputData
 
-from ctxcore import BudgetExceeded, BuildReport, BuiltContext, Message, Pipeline
+from ctxcore import BudgetExceeded, BuildReport, BuiltContext, Message, Pipeline, to_openai_responses
 from ctxcore_openai_agents.cache import ConversionCache, unchanged
-from ctxcore_openai_agents.converters import FINGERPRINT_KEY, ITEMS_KEY, items_from_messages
+from ctxcore_openai_agents.converters import ITEMS_KEY, items_from_messages, reads_same
 from ctxcore_openai_agents.errors import ContextBudgetExceeded
 
 __all__ = ["INSTRUCTIONS_SOURCE", "REPORT_KEY", "ContextFilter", "FilteredInput", "function_tools"]
@@ -149,24 +149,25 @@ class ContextFilter:
     def _finish(self, built: BuiltContext, head: Message | None, converted: _Converted,
                 items: Sequence[Any], verify: bool = True) -> FilteredInput | None:
         """The items to send for ``built``; ``None`` when ``verify`` finds a window message whose items changed."""
-        spans = _spans_of(built.messages, converted)
+        messages, bounds = converted
+        window = built.messages
         out: list[Any] = []
         instructions: str | None = None
-        for m in built.messages:
-            if head is not None and m.id == head.id:
-                instructions = m.text  # the pipeline may have changed it (neutralised markers); send what it built
+        for m, k in zip(window, _origins(window, messages), strict=True):
+            if k < 0:  # not one of the converted messages
+                if head is not None and m.id == head.id:
+                    instructions = m.text  # the pipeline may have changed it (neutralised markers); send what it built
+                else:
+                    out.extend(items_from_messages([m]))  # made by the pipeline
                 continue
-            span = spans.get(m.id)
-            if span is None:  # made by the pipeline
-                out.extend(items_from_messages([m]))
-                continue
-            mine = items[span[0]:span[1]]
-            if verify and not unchanged(mine, m):
+            converted_from = messages[k]
+            mine = items[bounds[k]:bounds[k + 1]]
+            if verify and not unchanged(mine, converted_from):
                 return None  # counted from other items than the runner's now: convert and build again
-            if m.metadata.get(FINGERPRINT_KEY) == m.fingerprint:
+            if reads_same(m, converted_from):
                 out.extend(mine)  # unchanged: the runner's own objects
             else:
-                out.extend(items_from_messages([m]))  # changed by a filter (truncated, ...): rendered
+                out.extend(to_openai_responses([m])["input"])  # changed by a filter (truncated, ...): rendered
         return FilteredInput(items=out, instructions=instructions, built=built)
 
     def _publish(self, report: BuildReport, context: Any) -> None:
@@ -179,22 +180,32 @@ class ContextFilter:
             setattr(context, REPORT_KEY, report)
 
 
-def _spans_of(window: Sequence[Message], converted: _Converted) -> dict[str, tuple[int, int]]:
-    """The item spans of the window's messages that were converted from items, found from the newest back.
+def _origins(window: Sequence[Message], messages: Sequence[Message]) -> list[int]:
+    """For each window message, the index of the converted message it is or replaces (same id); ``-1`` for none.
 
-    The window is mostly the newest messages, so this looks at about as many
-    messages as the window holds, not the whole history.
+    The window mostly ends with the newest converted messages themselves, so
+    those are matched by identity, newest first, with no per-message lookup;
+    only what is left (a message a filter replaced, one the pipeline made) is
+    looked up by id, from the newest back: about as many messages as the
+    window holds, not the whole history.
     """
-    wanted = {m.id for m in window if ITEMS_KEY in m.metadata}  # pipeline-made messages were never items
-    found: dict[str, tuple[int, int]] = {}
-    messages, bounds = converted
+    found = [-1] * len(window)
+    j, k = len(window) - 1, len(messages) - 1
+    while j >= 0 and k >= 0 and window[j] is messages[k]:
+        found[j] = k
+        j, k = j - 1, k - 1
+    wanted: dict[str, list[int]] = {}
+    for i in range(j + 1):
+        m = window[i]
+        if ITEMS_KEY in m.metadata:  # pipeline-made messages were never items
+            wanted.setdefault(m.id, []).append(i)
     for k in range(len(messages) - 1, -1, -1):
         if not wanted:
             break
-        mid = messages[k].id
-        if mid in wanted:
-            wanted.discard(mid)
-            found[mid] = (bounds[k], bounds[k + 1])
+        at = wanted.pop(messages[k].id, None)
+        if at is not None:
+            for i in at:
+                found[i] = k
     return found
 
 

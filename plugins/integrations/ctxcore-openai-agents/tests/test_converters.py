@@ -9,6 +9,7 @@ import copy
 import functools
 import json
 import os
+import warnings
 from typing import Any
 
 import pytest
@@ -20,11 +21,12 @@ from ctxcore_openai_agents import (
     messages_from_items,
 )
 from ctxcore_openai_agents.cache import GUARD, unchanged
-from ctxcore_openai_agents.converters import FINGERPRINT_KEY, ITEMS_KEY, group_items
+from ctxcore_openai_agents.converters import ITEMS_KEY, group_items, message_from_group, reads_same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
-from ctxcore import InvalidHistory, Message, Pipeline, to_openai_responses
+from ctxcore import InvalidHistory, Message, Pipeline, PluginHost, ToolCall, hookimpl, to_openai_responses
 
 EXAMPLES = 2000 if os.environ.get("CTXCORE_THOROUGH") == "1" else 150
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -125,7 +127,7 @@ class TestMapping:
         """A message a filter changed (other text, same metadata) is rendered by to_openai_responses, not from its items."""
         (m,) = messages_from_items([{"type": "function_call_output", "call_id": "c1", "output": "x" * 500, "status": "completed"}])
         cut = m.model_copy(update={"content": "x" * 10 + " [truncated]"})
-        assert cut.metadata[FINGERPRINT_KEY] != cut.fingerprint
+        assert cut.metadata[ITEMS_KEY] == m.metadata[ITEMS_KEY] and not reads_same(cut, m)
         assert items_from_messages([cut]) == to_openai_responses([cut])["input"] == [
             {"type": "function_call_output", "call_id": "c1", "output": "x" * 10 + " [truncated]"}]
 
@@ -149,6 +151,88 @@ class TestMapping:
         with pytest.raises(UnsupportedItem, match=needle) as info:
             messages_from_items([{"role": "user", "content": "hi"}, item])
         assert isinstance(info.value, InvalidHistory) and info.value.index == 1 and "message 1" in str(info.value)
+
+
+class _Sub(str):
+    """A str subclass: validation may treat it differently, so the unvalidated path must leave it to validation."""
+
+
+odd_text = st.one_of(text, text.map(_Sub))
+odd_id = st.one_of(ident, ident.map(_Sub), st.integers(), st.none(), st.just(""))
+odd_arguments = st.one_of(arguments, arguments.map(_Sub), st.sampled_from(['{"a": NaN}', '{"a": "NaN"}', '[Infinity]', "", "not json"]),
+                          st.integers(), st.none(), st.dictionaries(ident, ident, max_size=2), st.lists(ident, max_size=2))
+odd_parts = st.lists(st.one_of(input_part, st.builds(lambda t: {"type": "input_text", "text": t}, odd_text),
+                               st.builds(lambda t: {"type": "output_text", "text": t}, odd_text), st.just({"type": "unknown"})),
+                     max_size=3)
+odd_item = st.one_of(
+    st.builds(lambda c, r: {"role": r, "content": c}, st.one_of(odd_text, odd_parts, st.none(), st.integers()),
+              st.sampled_from(["user", "system", "developer"])),
+    st.builds(lambda parts: {"type": "message", "role": "assistant", "content": parts},
+              st.one_of(st.lists(st.one_of(st.builds(lambda t: {"type": "output_text", "text": t}, odd_text),
+                                           st.builds(lambda t: {"type": "refusal", "refusal": t}, odd_text)), max_size=3),
+                        odd_text, st.none())),
+    st.builds(lambda c, n, a: {"type": "function_call", "call_id": c, "name": n, "arguments": a}, odd_id, odd_id, odd_arguments),
+    st.builds(lambda c, out: {"type": "function_call_output", "call_id": c, "output": out}, odd_id,
+              st.one_of(odd_text, odd_parts, st.integers())),
+    reasoning, hosted,
+)
+
+
+def _shape(value: Any) -> Any:
+    """Everything about a value that validation decides: types, fields-set, field values (not the random id)."""
+    if isinstance(value, BaseModel):
+        return (type(value), sorted(value.model_fields_set), value.model_extra,
+                {k: _shape(getattr(value, k)) for k in type(value).model_fields if k != "id"})
+    if isinstance(value, (tuple, list)):
+        return (type(value), [_shape(v) for v in value])
+    if isinstance(value, dict):
+        return (type(value), {k: _shape(v) for k, v in value.items()})
+    return (type(value), value)
+
+
+def _outcome(group: list[dict[str, Any]], validate: bool) -> Any:
+    try:
+        m = message_from_group(group, 3, validate=validate)
+    except Exception as exc:  # noqa: BLE001 - the property compares the errors themselves
+        return ("raised", type(exc), str(exc))
+    assert isinstance(m.id, str) and len(m.id) == 32 and int(m.id, 16) >= 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a wrongly typed field would make pydantic's serializer warn
+        dumped = m.model_dump(mode="json", exclude={"id"})
+    return (_shape(m), dumped, m.fingerprint, m.text)
+
+
+class TestUnvalidatedConstruction:
+    @PROPERTY
+    @given(st.lists(st.one_of(any_item, odd_item), min_size=1, max_size=6))
+    def test_equal_to_the_validated_conversion(self, items: list[dict[str, Any]]) -> None:
+        """Every item shape (text, parts, calls, outputs, reasoning, images, str subclasses, bad types, NaN arguments)
+        converts to the message ``Message(...)`` validation gives, or raises the error it raises."""
+        for start, end in group_items(items):
+            group = items[start:end]
+            assert _outcome(group, validate=False) == _outcome(group, validate=True)
+
+    def test_plain_items_are_built_without_validation(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The runner's usual items (text, a call, its output, an output message) never reach pydantic validation."""
+        items = [{"role": "user", "content": "hi"},
+                 {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+                 {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a": 1}'},
+                 {"type": "function_call_output", "call_id": "c1", "output": "done"}]
+        validated = messages_from_items(items)
+
+        def refuse(*args: Any, **kwargs: Any) -> None:
+            raise AssertionError("validated")
+
+        monkeypatch.setattr(Message, "__init__", refuse)
+        monkeypatch.setattr(ToolCall, "__init__", refuse)
+        fast = messages_from_items(items)
+        assert [_shape(m) for m in fast] == [_shape(m) for m in validated]
+        assert items_from_messages(fast) == items
+
+    def test_a_nan_argument_is_repaired_as_validation_repairs_it(self) -> None:
+        """Arguments with NaN take the validated path, whose repair the message then carries."""
+        (m,) = messages_from_items([{"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"a": NaN}'}])
+        assert m.tool_calls[0].arguments == '{"a": null}'
 
 
 class TestCache:
@@ -390,6 +474,65 @@ class TestWarmFilter:
         out = filt.apply(nxt)
         assert filt.rebuilds == 0 and filt.cache.last_path == "growth" and not any(x is nxt[2] for x in out.items)
         assert filt.cache.convert(nxt)[0][2].text == "result " * 5  # the old conversion, among the dropped messages
+
+
+    def test_a_result_a_filter_compacted_is_rendered_and_the_rest_sent_as_the_runners_items(self) -> None:
+        """A tool output the pipeline's compaction shortened reads differently from its conversion: it is rendered
+        from the message; every message that reads as converted goes out as the runner's own items, twice in a row."""
+        pipeline = Pipeline.from_string("""
+version: 1
+model: {context_window: 700, reserve_output_tokens: 100}
+counter: {type: tiktoken, encoding: cl100k_base}
+providers: [{type: history}]
+filters:
+  - {type: compaction, steps: [{kind: tool_results, min_tokens: 20, preview_chars: 12, keep_last_results: 1}]}
+  - {type: token_budget}
+""")
+        filt = ContextFilter(pipeline)
+        history = [i for t in range(4) for i in _turn_items(t, (f"question {t}", [("a", f"long result {t} " * 40)], f"answer {t}", False))]
+        for nxt in (_runner_copy(history), _runner_copy(history + [{"role": "user", "content": "and now?"}])):
+            out = filt.apply(nxt)
+            compacted = [m for m in out.built.messages if m.role == "tool" and m.text != m.metadata[ITEMS_KEY][0]["output"]]
+            assert compacted, "the compaction step shortened no result: the test does not test"
+            rendered = [x for x in out.items if not any(x is y for y in nxt)]
+            assert [x for x in rendered if x.get("type") == "function_call_output"] == [
+                {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.text} for m in compacted]
+            own = [x for x in out.items if any(x is y for y in nxt)]
+            assert len(own) + len(rendered) == len(out.items) and filt.rebuilds == 0
+            assert out.report.total_tokens <= 600
+
+
+    def test_a_message_changed_in_place_is_rendered_one_with_new_provenance_is_not(self) -> None:
+        """A filter's copy with the same id: other content is rendered from the message; a copy that reads the same
+        (only its priority changed) is still sent as the runner's own items."""
+
+        class EditInPlace:
+            def apply(self, messages: list[Message], ctx: Any) -> list[Message]:
+                out = []
+                for m in messages:
+                    if m.role == "tool" and m.text.startswith("result 1"):
+                        m = m.model_copy(update={"content": "cut"})
+                    elif m.role == "assistant":
+                        m = m.model_copy(update={"priority": 1})
+                    out.append(m)
+                return out
+
+        class Plugin:
+            @hookimpl
+            def register_filters(self, register: Any) -> None:
+                register("edit_in_place", lambda cfg: EditInPlace())
+
+        host = PluginHost.load()
+        host.register(Plugin(), "edit-in-place")
+        filt = ContextFilter(Pipeline.from_string(_pipeline_yaml(8000).replace("filters: [", "filters: [edit_in_place, "),
+                                                  host=host))
+        history = [i for t in range(3) for i in _turn_items(t, (f"question {t}", [("a", f"result {t}")], f"answer {t}", False))]
+        nxt = _runner_copy(history)
+        out = filt.apply(nxt)
+        by_identity = [any(x is y for y in nxt) for x in out.items]
+        rendered = [x for x, own in zip(out.items, by_identity, strict=True) if not own and x.get("role") != "system"]
+        assert rendered == [{"type": "function_call_output", "call_id": "c1_0", "output": "cut"}]  # the pipeline's note aside
+        assert sum(by_identity) == len(nxt) - 1 and filt.rebuilds == 0
 
 
 def _pipeline_yaml(window: int) -> str:
