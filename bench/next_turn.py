@@ -1,7 +1,7 @@
 """Time (or profile) next-turn builds of bench/perf.py's pipeline, with and without a collection before each.
 
 Usage: ``.venv/bin/python bench/next_turn.py [--messages 200] [--budget 128000] [--form dict|Message]
-[--turns 60] [--profile] [--runtime-context]``, or ``--replay`` for goal 2's replay with each side's tokenization time.
+[--turns 60] [--profile] [--runtime-context | --preset agent --recall-changes]``, or ``--replay`` for goal 2's replay with each side's tokenization time.
 
 The goals table (bench/perf.py) times each build after ``gc.collect()``, so
 every build there runs with cold CPU caches; this script shows both figures
@@ -13,6 +13,12 @@ tokenization of each new message, which both must do once.
 ``--runtime-context`` adds the ``agent`` preset's provider after the history
 (``runtime_context``: a new current-turn message every build), the shape most
 users run: the chain then no longer ends in the history.
+``--preset agent --recall-changes`` builds the real ``agent`` preset (its YAML as
+ctxcore-providers ships it, in an empty workspace) with a ``memory_recall``
+section added to its system part and a real SQLite memory store holding
+ctxcore.testing's labelled memories; every build asks another of its questions
+(``state["input"]``), so the recalled block before the history changes (other
+memories, or none) each turn, and the store's query is part of the time.
 """
 
 from __future__ import annotations
@@ -20,12 +26,20 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import json
+import os
 import pstats
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import ctxcore_memory.plugin
+
+from ctxcore.pipeline.presets import preset_text
+from ctxcore.testing.harness.memory_recall import RECALL_MEMORIES, RECALL_QUERIES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -48,32 +62,73 @@ def make_pipeline(budget: int, runtime_context: bool) -> Any:
     return pipeline
 
 
+def make_agent_pipeline(budget: int, workspace: Path) -> Any:
+    """The shipped ``agent`` preset with ``memory_recall`` in its system part and a SQLite store of labelled memories.
+
+    The preset's text is changed only where the bench must: the budget, the
+    exact cl100k counter, the ``memory:`` store and one more section.
+    """
+    text = preset_text("agent")
+    marker = "      - {type: memory_file,"
+    model = "model: {context_window: 128000}"
+    if marker not in text or model not in text:
+        raise perf.HarnessError("the agent preset changed: bench/next_turn.py cannot add memory_recall to it")
+    text = text.replace(marker, "      - {type: memory_recall}\n" + marker).replace(model, (
+        f"model: {{context_window: {budget}}}\ncounter: {{type: tiktoken, encoding: cl100k_base}}\n"
+        f"memory: {{type: sqlite, path: {json.dumps(str(workspace / 'memory.db'))}}}"))
+    host = perf.fresh_host(
+        ("ctxcore-providers", perf.ctxcore_providers.plugin),
+        ("ctxcore-filters", perf.ctxcore_filters.plugin),
+        ("ctxcore-counters", perf.ctxcore_counters.plugin),
+        ("ctxcore-memory", ctxcore_memory.plugin),
+    )
+    os.environ["CTX_WORKSPACE"] = str(workspace)
+    pipeline = perf.Pipeline.from_string(text, file="<bench/next_turn.py: agent preset>", host=host)
+    for memory in RECALL_MEMORIES.values():
+        pipeline.memory.record(memory)
+    pipeline.builder()
+    return pipeline
+
+
 def next_turns(messages: int, budget: int, form: str, turns: int, collect: bool, profile: cProfile.Profile | None = None,
-               runtime_context: bool = False) -> float:
+               runtime_context: bool = False, recall: bool = False) -> float:
     """Median seconds of ``turns`` builds, each after the history grew by one user message.
 
-    With ``runtime_context`` each build also has a new current-turn input (``state["input"]``).
+    With ``runtime_context`` each build also has a new current-turn input
+    (``state["input"]``); with ``recall`` the pipeline is the agent preset
+    (:func:`make_agent_pipeline`) and the input is another labelled question each build.
     """
-    pipeline = make_pipeline(budget, runtime_context)
+    with tempfile.TemporaryDirectory(prefix="next-turn-") as workspace:
+        pipeline = make_agent_pipeline(budget, Path(workspace)) if recall else make_pipeline(budget, runtime_context)
+        return _timed_turns(pipeline, messages, form, turns, collect, profile, runtime_context or recall, recall)
+
+
+def _timed_turns(pipeline: Any, messages: int, form: str, turns: int, collect: bool, profile: cProfile.Profile | None,
+                 current: bool, recall: bool) -> float:
     history = perf.history_of(coding_agent_transcript(messages, seed=0), form)
     state: dict[str, Any] = {"messages": history}
-    if runtime_context:
+    if current:
         state["input"] = "first question"
     pipeline.build(state)
-    times = []
+    times: list[float] = []
+    blocks: list[tuple[str, ...]] = []
     for i, d in enumerate(perf.growth(turns, 0)):
         history.append(perf.item_of(d, form, i))
-        if runtime_context:
-            state["input"] = f"question {i}"
+        if current:
+            state["input"] = RECALL_QUERIES[i % len(RECALL_QUERIES)][0] if recall else f"question {i}"
         if collect:
             gc.collect()
         if profile is not None:
             profile.enable()
         started = time.perf_counter()
-        pipeline.build(state)
+        built = pipeline.build(state)
         times.append(time.perf_counter() - started)
         if profile is not None:
             profile.disable()
+        blocks.append(tuple(m.text for m in built.messages if m.metadata.get("context_kind") == "memory_recall"))
+    if recall:  # that the part before the history really changed, not only the question
+        changed = sum(a != b for a, b in zip(blocks, blocks[1:], strict=False))
+        print(f"  the recalled block changed in {changed} of {turns - 1} next builds ({blocks.count(())} builds without one)")
     return statistics.median(times)
 
 
@@ -104,14 +159,21 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print cProfile's top 30 functions and the function calls per build (no collection)")
     parser.add_argument("--runtime-context", action="store_true",
                         help="the agent preset's runtime_context provider after the history")
+    parser.add_argument("--preset", choices=["agent"], help="the shipped preset instead of bench/perf.py's pipeline "
+                        "(needs --recall-changes)")
+    parser.add_argument("--recall-changes", action="store_true",
+                        help="with --preset agent: memory_recall (SQLite) in the system part, another question each build")
     parser.add_argument("--replay", action="store_true", help="goal 2's replay, with each side's tokenization time")
     args = parser.parse_args()
+    if (args.preset is None) != (not args.recall_changes):
+        parser.error("--preset agent and --recall-changes go together")
+    recall = args.recall_changes
     if args.replay:
         replay_shares(perf.Config().replay_turns)
         return
     if args.profile:
         profile = cProfile.Profile()
-        next_turns(args.messages, args.budget, args.form, args.turns, False, profile, args.runtime_context)
+        next_turns(args.messages, args.budget, args.form, args.turns, False, profile, args.runtime_context, recall)
         stats = pstats.Stats(profile)
         calls = sum(row[1] for row in stats.stats.values())  # type: ignore[attr-defined]
         stats.sort_stats("tottime").print_stats(30)
@@ -119,8 +181,10 @@ def main() -> None:
               f"{args.messages} messages, budget {args.budget}, {args.form})")
         return
     for collect in (False, True):
-        median = next_turns(args.messages, args.budget, args.form, args.turns, collect, runtime_context=args.runtime_context)
-        print(f"{args.messages} messages, budget {args.budget}, {args.form}{', runtime_context' if args.runtime_context else ''}, "
+        median = next_turns(args.messages, args.budget, args.form, args.turns, collect, runtime_context=args.runtime_context,
+                            recall=recall)
+        shape = ", agent preset, recall changes" if recall else ", runtime_context" if args.runtime_context else ""
+        print(f"{args.messages} messages, budget {args.budget}, {args.form}{shape}, "
               f"{'after gc.collect()' if collect else 'no collection'}: {median * 1e3:.3f} ms (median of {args.turns})")
 
 

@@ -14,16 +14,20 @@ import tracemalloc
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from ctxcore_counters import TiktokenCounter
 from ctxcore_filters import TokenBudget
-from ctxcore_providers import History, RuntimeContext, StaticPrompt
+from ctxcore_memory import SqliteMemoryStore
+from ctxcore_providers import History, MemoryRecall, MemoryRecallConfig, RuntimeContext, StaticPrompt
 from ctxcore_providers import history as history_module
+from ctxcore_providers._render import context_message
 from ctxcore_providers.history import GUARD
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxcore.engine.budget import CachedCounter, FilterContext
 from ctxcore.engine.builder import BuiltContext, ContextBuilder
 from ctxcore.engine.lazy import (
     LazyMessages,
@@ -32,7 +36,8 @@ from ctxcore.engine.lazy import (
     Snapshot,
     structure_of,
 )
-from ctxcore.errors import CtxError
+from ctxcore.engine.report import BuildReport
+from ctxcore.errors import BudgetExceeded, CtxError
 from ctxcore.model.messages import Message, ai, human, system, tool
 from ctxcore.render import to_openai_responses
 from ctxcore.render.target import TargetSpec
@@ -63,10 +68,37 @@ def _fixed_clock() -> datetime:
     return datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
 
 
-def agent_builder(counter: Any, budget: int = BUDGET, after: bool = False, **budget_options: Any) -> ContextBuilder:
+class Recalled:
+    """A provider between the prompt and the history whose output follows ``state["recall"]``, as the agent
+    preset's system part follows the memory recalled for each new user message: ``(kind, text)`` pairs, each a
+    plain system message, a trusted (protected) system block or an untrusted (protected) user block."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[tuple[str, str], ...], tuple[Message, ...]] = {}
+
+    def get_messages(self, state: Any, runtime: Any) -> tuple[Message, ...]:
+        spec = tuple(state.get("recall") or ())
+        made = self._made.get(spec)
+        if made is None:
+            made = self._made[spec] = tuple(_recalled(kind, text) for kind, text in spec)
+        return made if len(made) < 2 else tuple(made)  # a new tuple of the same messages, or the very same tuple
+
+
+def _recalled(kind: str, text: str) -> Message:
+    if kind == "system":
+        return system(text, id=f"recall:{text}")
+    return context_message(text, source_label="recalled memory", trust="trusted" if kind == "trusted" else "untrusted")
+
+
+def agent_builder(
+    counter: Any, budget: int = BUDGET, after: bool = False, before: bool = False, **budget_options: Any
+) -> ContextBuilder:
     """The prompt, the history and token_budget; with ``after``, the agent preset's runtime_context after the history
-    (a new current-turn message every build, read from ``state["input"]``; a fixed clock)."""
+    (a new current-turn message every build, read from ``state["input"]``; a fixed clock); with ``before``, a
+    part between the prompt and the history whose output changes between builds (:class:`Recalled`)."""
     providers: list[Any] = [PROMPT, History()]
+    if before:
+        providers.insert(1, Recalled())
     if after:
         providers.append(RuntimeContext(clock=_fixed_clock))
     return ContextBuilder(
@@ -330,14 +362,17 @@ def mutate(history: list[Any], data: Any, form: str = "openai") -> list[Any]:
     return history
 
 
-def outcome(builder: ContextBuilder, history: list[Any], current: str | None = None) -> Any:
+def outcome(builder: ContextBuilder, history: list[Any], current: str | None = None, recall: Any = None) -> Any:
     """What a build returns, comparable across builders: messages and report, or the error.
 
-    ``current`` is the current turn a runtime_context provider reads (``state["input"]``).
+    ``current`` is the current turn a runtime_context provider reads (``state["input"]``), ``recall``
+    what a :class:`Recalled` provider before the history returns (``state["recall"]``).
     """
     state: dict[str, Any] = {"messages": history}
     if current is not None:
         state["input"] = current
+    if recall is not None:
+        state["recall"] = recall
     try:
         built: BuiltContext = builder.build(state)
     except CtxError as exc:
@@ -361,23 +396,29 @@ def test_incremental_builds_equal_builds_from_scratch(start: list[Message], budg
     """Whatever happens to the history (Messages, OpenAI chat dicts, Anthropic dicts or Responses items,
     appended, edited in place, truncated, handed over anew) between builds, a reused builder gives exactly
     a fresh builder's result. With a provider after the history (runtime_context: a new current turn, the
-    same one again, or none), too."""
+    same one again, or none), and with a provider before it whose output changes between builds (other text,
+    one message or two, protected or not, or nothing), too."""
     counter = TiktokenCounter("cl100k_base")
     options = data.draw(st.sampled_from([{}, {"on_overflow": "warn"}, {"trim_from_start": False}]))
-    after = data.draw(st.booleans())
-    reused = agent_builder(counter, budget, after, **options)
+    after, before = data.draw(st.booleans()), data.draw(st.booleans())
+    reused = agent_builder(counter, budget, after, before, **options)
     form = data.draw(st.sampled_from(["Message", "openai", "anthropic", "responses"]))
     history: list[Any] = list(start) if form == "Message" else as_form(start, form)
-    for _ in range(data.draw(st.integers(1, 5))):
+    for turn in range(data.draw(st.integers(1, 5)) + 1):
+        if turn:
+            history = mutate(history, data, "openai" if form == "Message" else form)
         current = data.draw(CURRENT) if after else None
-        assert outcome(reused, history, current) == outcome(agent_builder(counter, budget, after, **options), history, current)
-        history = mutate(history, data, "openai" if form == "Message" else form)
-    current = data.draw(CURRENT) if after else None
-    assert outcome(reused, history, current) == outcome(agent_builder(counter, budget, after, **options), history, current)
+        recall = data.draw(RECALL) if before else None
+        fresh = agent_builder(counter, budget, after, before, **options)
+        assert outcome(reused, history, current, recall) == outcome(fresh, history, current, recall)
 
 
 #: the current turn runtime_context reads: a few texts (so the same one comes again), or none.
 CURRENT = st.one_of(st.none(), st.sampled_from(["next?", "and then", "why"]), st.text(max_size=30))
+#: what a Recalled provider returns: nothing, or one or two messages of a few kinds and texts (so the same comes again).
+RECALL = st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(["system", "trusted", "untrusted"]),
+                                                 st.sampled_from(["Priya uses Neovim", "deploys on Tuesdays", "x"])),
+                                       min_size=1, max_size=2, unique=True))  # one id once (the report keys records by id)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -442,14 +483,15 @@ def test_next_turns_reuse_the_last_window_exactly(steps: list[list[Message]], bu
     """A history that only grows (the next turns of a conversation, a tool run's results in a later step,
     the odd message the repair step must fix once it is past): every build, reusing the last build's kept
     window and output checks (engine.reuse), equals a fresh builder's build, under every target setting,
-    with or without a provider after the history (runtime_context's new current turn)."""
+    with or without a provider after the history (runtime_context's new current turn) and one before it whose
+    output changes between builds (Recalled)."""
     counter = TiktokenCounter("cl100k_base")
     target = data.draw(st.sampled_from(TARGETS))
     pairing = data.draw(st.booleans())
-    after = data.draw(st.booleans())
+    after, before = data.draw(st.booleans()), data.draw(st.booleans())
 
     def builder() -> ContextBuilder:
-        b = agent_builder(counter, budget, after, on_overflow="warn")
+        b = agent_builder(counter, budget, after, before, on_overflow="warn")
         b.target, b.check_pairing = target, pairing
         return b
 
@@ -460,7 +502,8 @@ def test_next_turns_reuse_the_last_window_exactly(steps: list[list[Message]], bu
         if step[0].role != "tool" and not data.draw(st.integers(0, 3)):
             continue  # not every append is followed by a build
         current = data.draw(CURRENT) if after else None
-        assert outcome(reused, history, current) == outcome(builder(), history, current)
+        recall = data.draw(RECALL) if before else None
+        assert outcome(reused, history, current, recall) == outcome(builder(), history, current, recall)
 
 
 TARGETS = [
@@ -732,6 +775,33 @@ class TestExtensionProofs:
         assert memo.resume(unrelated.structure) == (None, 0)
 
 
+    def test_a_walk_resumes_each_part_entered_in_the_same_state(self) -> None:
+        """PrefixMemo.walk re-walks a changed part before the history (other text, other length) and resumes the
+        history at its old end while it is entered in the state it was entered in last time, and not otherwise."""
+        store = [human("a", id="a"), ai("b", id="b")]
+        memo: PrefixMemo[tuple[str, ...]] = PrefixMemo()
+        walked: list[str] = []
+
+        def step(state: tuple[str, ...], part: Any) -> tuple[str, ...]:  # the open "calls": ids ending in "?"
+            walked.extend(m.id for m in part)
+            return tuple(i for i in (*state, *(m.id for m in part)) if i.endswith("?"))
+
+        previous = MessageChain([LazyMessages([system("s1", id="s1")]), LazyMessages(Snapshot(store)), [human("n1", id="n1")]])
+        assert memo.walk(previous.structure, (), step) == () and walked == ["s1", "a", "b", "n1"]
+        store.append(human("c", id="c"))
+        walked.clear()
+        chain = MessageChain([LazyMessages([system("s2", id="s2"), human("r", id="r")]), LazyMessages(Snapshot(store)),
+                              [human("n2", id="n2")]], previous=previous)
+        assert memo.walk(chain.structure, (), step) == () and walked == ["s2", "r", "c", "n2"]
+        walked.clear()
+        opened = MessageChain([LazyMessages([system("s3?", id="s3?")]), LazyMessages(Snapshot(store)),
+                               [human("n2", id="n2")]], previous=chain)
+        assert memo.walk(opened.structure, (), step) == ("s3?",)  # the history entered in another state: walked again
+        assert walked == ["s3?", "a", "b", "c", "n2"]
+        walked.clear()
+        assert memo.walk(opened.structure, (), step, start=1) == () and walked == ["a", "b", "c", "n2"]  # another start
+
+
 class TestProviderAfterHistory:
     """The agent preset's runtime_context after the history: a next turn walks only what is new."""
 
@@ -777,3 +847,100 @@ class TestProviderAfterHistory:
             assert walked["legality"] == 3 and walked["shape"] == 3 and walked["units"] <= 4
             fresh = agent_builder(counter, 32_000, after=True).build(state)
             assert read(built) == read(fresh)
+
+
+class TestProviderBeforeHistory:
+    """A part before the history whose output changes every build (the agent preset's recalled memory):
+    the walks resume the history part by part, and token_budget keeps the protected block tail-first."""
+
+    def test_a_new_recall_walks_only_the_prompt_parts_and_the_new_messages(
+        self, transcript: list[Message], monkeypatch: Any, tmp_path: Path
+    ) -> None:
+        """With memory_recall (a real SQLite store) before the history and runtime_context after it, each next turn
+        recalls other memories (another block, or none) and the legality and shape walks read only the changed
+        parts and the new messages; token_budget stays tail-first (its linear path is never taken)."""
+        builder_module = sys.modules[ContextBuilder.__module__]
+        budget_module = sys.modules[TokenBudget.__module__]
+        walked = {"legality": 0, "shape": 0, "classify": 0}
+        legality, shape, classify = builder_module.open_calls_after, budget_module._shape_step, budget_module._classify
+
+        def counted_legality(messages: Any, pending: Any = frozenset()) -> Any:
+            walked["legality"] += len(messages)
+            return legality(messages, pending)
+
+        def counted_shape(state: Any, tail: Any) -> Any:
+            walked["shape"] += len(tail)
+            return shape(state, tail)
+
+        def counted_classify(units: Any, rest: Any) -> Any:
+            walked["classify"] += len(units)
+            return classify(units, rest)
+
+        monkeypatch.setattr(builder_module, "open_calls_after", counted_legality)
+        monkeypatch.setattr(budget_module, "_shape_step", counted_shape)
+        monkeypatch.setattr(budget_module, "_classify", counted_classify)
+        store = SqliteMemoryStore(tmp_path / "memory.db")
+        for text in ("Priya uses Neovim with tabs", "Deploys happen on Tuesdays and Thursdays", "The staging database is PostgreSQL 15"):
+            store.record(text)
+
+        def builder() -> ContextBuilder:
+            recall = MemoryRecall(MemoryRecallConfig(store=store))
+            providers = [PROMPT, recall, History(), RuntimeContext(clock=_fixed_clock)]
+            return ContextBuilder(providers, [TokenBudget()], TiktokenCounter("cl100k_base"), budget=32_000)
+
+        reused = builder()
+        history = [m.to_openai() for m in transcript[:3_000]]
+        state: dict[str, Any] = {"messages": history, "input": "which editor?"}
+        reused.build(state)
+        assert walked["legality"] > 3_000 and walked["shape"] > 3_000  # the cold build walks everything once
+        for turn, question in enumerate(["when do we deploy?", "nothing matches this", "which database on staging?"]):
+            walked.update(legality=0, shape=0, classify=0)
+            history.append({"role": "user", "content": f"q{turn}"})
+            history.append({"role": "assistant", "content": f"a{turn}"})
+            state["input"] = question
+            built = reused.build(state)
+            recalled = [m for m in built.messages if m.metadata.get("context_kind") == "memory_recall"]
+            assert len(recalled) == (turn != 1)  # the recalled block changes (none for a query that matches nothing)
+            # the prompt (1), the recalled block (0 or 1), two new history messages, the current turn
+            assert walked["legality"] <= 5 and walked["shape"] <= 4 and walked["classify"] == 0
+            assert read(built) == read(builder().build(state))
+
+
+@st.composite
+def protected_runs(draw: Any) -> list[Message]:
+    """Protected one-message units right after the prompt, as the agent preset's system part holds them,
+    and sometimes a protected tool call whose (unprotected) results follow: a unit longer than one message."""
+    kinds = draw(st.lists(st.sampled_from(["trusted", "untrusted", "user"]), max_size=3))
+    out = [human(f"remember {k}", id=f"p{k}", zone="protected") if kind == "user" else _recalled(kind, f"block {k} " * k)
+           for k, kind in enumerate(kinds)]
+    if draw(st.integers(0, 3)) == 0:
+        out.append(ai(tool_calls=[{"id": "pc", "name": "read", "arguments": {}}], id="pcall", zone="protected"))
+        out.append(tool("the file " * draw(st.integers(1, 30)), tool_call_id="pc", id="presult"))
+    return out
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(lead=protected_runs(), history=histories(), budget=st.integers(20, 400), warn=st.booleans())
+def test_a_protected_run_after_the_prompt_is_kept_as_protected_units_are(
+    lead: list[Message], history: list[Message], budget: int, warn: bool
+) -> None:
+    """token_budget's tail-first walk, keeping a protected run right after the pinned prefix with it, returns
+    (or raises) exactly what its general path (protected units always kept, the rest by priority) does."""
+    budget_module = sys.modules[TokenBudget.__module__]
+    messages = [system("You are a coding agent.", id="prompt"), *lead, *history]
+    options: dict[str, Any] = {"on_overflow": "warn" if warn else "raise"}
+
+    def run(general: bool) -> Any:
+        ctx = FilterContext(counter=CachedCounter(TiktokenCounter("cl100k_base")), budget=budget, runtime={},
+                            report=BuildReport(budget=budget), step_id="token_budget")
+        try:
+            if general:  # no protected run: its messages are protected units after the prefix, so the general path runs
+                with patch.object(budget_module, "_protected_run", lambda structure, start: start):
+                    kept = TokenBudget(**options).apply(messages, ctx)
+            else:
+                kept = TokenBudget(**options).apply(messages, ctx)
+        except BudgetExceeded as exc:
+            return str(exc), exc.required
+        return [m.id for m in kept], ctx.report.warnings if ctx.report is not None else None
+
+    assert run(False) == run(True)

@@ -430,11 +430,12 @@ class ContextBuilder:
         return result.messages
 
     def _is_legal(self, structure: Sequence[Message]) -> bool:
-        """Tool-call legality of ``structure``, walking only what was appended since the last build."""
-        state, start = self._legality.resume(structure)
-        if state is None:
-            state, start = (frozenset(),), 0
-        return self._legality.advance(structure, state, start, _legality_step)[0] == frozenset()
+        """Tool-call legality of ``structure``, walking only what is new since the last build.
+
+        Part by part (PrefixMemo.walk): nothing is open after a system prompt, so
+        a prompt whose text changed is walked again and the history resumes.
+        """
+        return self._legality.walk(structure, (frozenset(),), _legality_step)[0] == frozenset()
 
     def _legal_start(
         self, messages: list[Message], history: Sequence[Message], tool_tokens: int, report: BuildReport
@@ -675,6 +676,6 @@ def _check_filter_output(result: list[Any], start: int = 0) -> None:
 
 
 def _legality_step(state: tuple[frozenset[str] | None], messages: Sequence[Message]) -> tuple[frozenset[str] | None]:
-    """One leg of the legality walk (PrefixMemo.advance): the calls still open after ``messages``, or ``None``."""
+    """One leg of the legality walk (PrefixMemo.walk): the calls still open after ``messages``, or ``None``."""
     pending = state[0]
     return (open_calls_after(messages, pending) if pending is not None else None,)

@@ -70,6 +70,8 @@ class Snapshot(Sequence[Message]):
     sets ``origin`` (that list) and ``shared`` (how many leading items it
     proved, by its parts, to be the same objects as ``origin``'s), and ``mark``
     (where its last part begins), so a :class:`PrefixMemo` can resume there.
+    A chain's snapshot also holds ``parts``: each part's offset and structure,
+    so :meth:`PrefixMemo.walk` can resume a walk part by part.
 
     Args:
         items: the append-only list (not copied; any other iterable is copied
@@ -80,7 +82,7 @@ class Snapshot(Sequence[Message]):
         ValueError: ``length`` is negative or more than ``items`` holds.
     """
 
-    __slots__ = ("items", "length", "origin", "shared", "mark")
+    __slots__ = ("items", "length", "origin", "shared", "mark", "parts")
 
     def __init__(self, items: Iterable[Message] = (), length: int | None = None) -> None:
         self.items: list[Message] = items if type(items) is list else list(items)
@@ -90,6 +92,7 @@ class Snapshot(Sequence[Message]):
         self.origin: list[Message] | None = None  # another append-only list whose first `shared` items are ours
         self.shared = 0
         self.mark = 0  # where the last part of a chain begins (0: no mark)
+        self.parts: tuple[tuple[int, Sequence[Message]], ...] | None = None  # a chain's (offset, part structure)s
 
     def shares(self, other: object) -> int:
         """How many leading items this snapshot provably has in common with ``other`` (nothing compared)."""
@@ -260,6 +263,7 @@ class MessageChain(Sequence[Message]):
             self.structure.origin, self.structure.shared = previous.structure.items, shared
         if len(self.parts) > 1:
             self.structure.mark = self._offsets[-1]
+        self.structure.parts = tuple(zip(self._offsets, map(structure_of, self.parts), strict=True))
 
     def _shared(self, previous: MessageChain | None) -> int:
         """How many leading items this chain proves it shares with ``previous`` (by its parts, as :meth:`_grown`).
@@ -422,14 +426,28 @@ class PrefixMemo(Generic[S]):
     the history) but the chain proves it shares the items up to that mark
     (:meth:`Snapshot.shares`), ``resume`` continues from the mark: the walk
     covers the history's new messages and the last part, not the history.
+
+    :meth:`walk` does all of it and more, part by part: it keeps, for each part
+    of a chain, the part's structure and the walk's state where the part
+    begins and ends. A part the walk enters in the state it entered it last
+    time, and which is the same part or provably extends it (a history
+    :class:`Snapshot` of the same list, no shorter), resumes at the part's old
+    end. So a part *before* the history whose output changed (a recalled
+    memory, a clock in the system prompt), of any length, costs a walk of that
+    part, and the history's walk resumes: a walk whose state after the system
+    prompt is the same whatever the prompt says (the legality walk: nothing
+    open) never re-reads the history. Memory: one record per part.
     """
 
-    __slots__ = ("_items", "_state", "_mark")
+    __slots__ = ("_items", "_state", "_mark", "_parts", "_start")
 
     def __init__(self) -> None:
         self._items: list[Any] | Snapshot = []
         self._state: S | None = None
         self._mark: tuple[int, S] | None = None  # (index, the walk's state after items[:index])
+        # per part of the last chain walked: (structure, where the walk began in it, its length, state in, state out)
+        self._parts: tuple[tuple[Sequence[Any], int, int, S, S], ...] = ()
+        self._start = 0  # where walk() began in the items last time
 
     def resume(self, items: Sequence[Any]) -> tuple[S | None, int]:
         """The saved state and where to continue, or ``(None, 0)`` when the prefix changed."""
@@ -490,3 +508,68 @@ class PrefixMemo(Generic[S]):
         self._items = items if isinstance(items, (list, Snapshot)) else list(items)
         self._state = state
         self._mark = None
+        self._parts = ()
+
+    def walk(self, items: Sequence[Any], initial: S, step: Callable[[S, Sequence[Any]], S], start: int = 0) -> S:
+        """The state after walking ``items[start:]`` from ``initial`` with ``step``, re-walking only what is new.
+
+        On a chain's snapshot (:attr:`Snapshot.parts`) the walk goes part by
+        part and each part resumes where it can (see the class docstring);
+        otherwise it resumes after the prefix seen last time (:meth:`resume`)
+        when it began at the same ``start``. ``step`` must be a left fold:
+        walking two slices one after the other gives what walking them joined does.
+        """
+        parts = items.parts if isinstance(items, Snapshot) else None
+        if parts is None:
+            state, k = self.resume(items) if start == self._start else (None, 0)
+            if state is None or k < start:
+                state, k = initial, start
+            state = self.advance(items, state, k, step)
+            self._start = start
+            return state
+        old = self._parts
+        state = initial
+        records = []
+        for offset, part in parts:
+            n = len(part)
+            if offset + n <= start:
+                continue
+            begin = max(0, start - offset)
+            entered = state
+            last = _resumable(old, part, begin, state)
+            if last is not None:
+                had, out = last[2], last[4]
+                state = step(out, part[had:]) if n > had else out
+            else:
+                state = step(state, part[begin:] if begin else part)
+            records.append((part, begin, n, entered, state))
+        self.save(items, state)
+        self._parts, self._start = tuple(records), start
+        return state
+
+
+def _resumable(
+    records: tuple[tuple[Sequence[Any], int, int, S, S], ...], part: Sequence[Any], begin: int, entered: S,
+) -> tuple[Sequence[Any], int, int, S, S] | None:
+    """The record of the last walk that ``part`` (walked from ``begin``, entered in state ``entered``) resumes.
+
+    The part must be entered in the same state, from the same place, and hold
+    the record's items unchanged at the same positions: a :class:`Snapshot`
+    extending the recorded one, or the same list at the same length (a part's
+    structure is a list its owner does not mutate), or a list of the same
+    objects (one C-level pass, cheaper than the walk it saves). A chain has a
+    handful of parts, so every record is tried.
+    """
+    for record in records:
+        seen, was, had, state, _ = record
+        if was != begin or state != entered:
+            continue
+        if isinstance(part, Snapshot):
+            if part.extends(seen):
+                return record
+        elif part is seen:
+            if len(part) == had:
+                return record
+        elif len(part) == had == len(seen) and all(map(is_, part, seen)):
+            return record
+    return None

@@ -54,12 +54,15 @@ class TokenBudgetConfig(BaseModel):
 class TokenBudget:
     """Keeps the pinned prefix, the protected units and as many other whole units as fit.
 
-    Tail-first: when nothing after the pinned prefix is protected and every
-    message has the same priority (the usual conversation), units are grouped
-    walking back from the newest message and counting stops at the first unit
-    that does not fit, so a build reads (and tokenizes) only the messages it
-    inspects. Whether that holds is remembered for the list seen last time, so
-    a next-turn build checks only the new messages.
+    Tail-first: when nothing after the pinned prefix is protected (but for a
+    run of protected messages right after it, such as the ``agent`` preset's
+    recalled-memory block inside its system part) and every other message has
+    the same priority (the usual conversation), units are grouped walking back
+    from the newest message and counting stops at the first unit that does
+    not fit, so a build reads (and tokenizes) only the messages it inspects.
+    Whether that holds is remembered part by part of the chain seen last
+    time, so a next-turn build checks only the new messages and the parts
+    whose output changed.
     """
 
     accepts_lazy = True  # reads roles/zones from the structure; indexes only what it inspects
@@ -75,7 +78,7 @@ class TokenBudget:
         self.pinned_roles = tuple(pinned_roles)
         self.trim_from_start = trim_from_start
         self.on_overflow = on_overflow
-        self._shape: PrefixMemo[tuple[int, bool, frozenset[int]]] = PrefixMemo()
+        self._shape: PrefixMemo[tuple[bool, frozenset[int]]] = PrefixMemo()
         self._window: PrefixMemo[_Window | None] = PrefixMemo()
 
     def apply(self, messages: Sequence[Message], ctx: FilterContext) -> list[Message]:
@@ -85,9 +88,10 @@ class TokenBudget:
             raise ValueError("no token budget: set max_tokens or the pipeline's model.context_window")
         structure = structure_of(messages)
         if self.trim_from_start:
-            start = pinned_prefix_length(structure, self.pinned_roles)
+            pinned = pinned_prefix_length(structure, self.pinned_roles)
+            start = _protected_run(structure, pinned)  # kept as the pinned prefix is: the same result
             if self._uniform(structure, start):
-                return self._tail_first(messages, structure, start, budget, ctx)
+                return self._tail_first(messages, structure, start, budget, ctx, start > pinned)
         counter = ctx.counter
         messages = list(messages)
         start = pinned_prefix_length(messages, self.pinned_roles)
@@ -121,20 +125,22 @@ class TokenBudget:
     def _uniform(self, structure: Sequence[Message], start: int) -> bool:
         """True when no message after ``start`` is protected and all share one priority (tail-first applies).
 
-        Resumes after the part of ``structure`` seen last time when only new
-        messages were appended (and the pinned prefix is as long as then), or
-        after the history when only a provider after it changed (PrefixMemo's mark).
+        Part by part (PrefixMemo.walk): the state entering the history is the
+        same whatever the parts before it said, so a system prompt whose text
+        or length changed is walked again and the history resumes after what
+        was seen last time, as does a history followed by a new current turn.
         """
-        state, k = self._shape.resume(structure)
-        if state is None or state[0] != start or k < start:
-            state, k = (start, False, frozenset()), start
-        _, protected, priorities = self._shape.advance(structure, state, k, _shape_step)
+        protected, priorities = self._shape.walk(structure, (False, frozenset()), _shape_step, start)
         return not protected and len(priorities) <= 1
 
     def _tail_first(
-        self, messages: Sequence[Message], structure: Sequence[Message], start: int, budget: int, ctx: FilterContext
+        self, messages: Sequence[Message], structure: Sequence[Message], start: int, budget: int, ctx: FilterContext,
+        protected: bool = False,
     ) -> list[Message]:
-        """Keep the pinned prefix and the newest units that fit, walking back from the newest.
+        """Keep the first ``start`` messages and the newest units that fit, walking back from the newest.
+
+        ``start`` is the pinned prefix and the protected run right after it
+        (``protected``: that run is not empty), all always kept.
 
         Each unit's messages are read once (one slice) and kept for the result.
         On a next turn (``structure`` proven or checked to extend the last
@@ -165,7 +171,7 @@ class TokenBudget:
         if current_cost > limit:
             self._window.save([], None)
             required = budget - limit
-            detail = self._detail(False, required, current_cost, current is not None, budget)
+            detail = self._detail(protected, required, current_cost, current is not None, budget)
             return self._overflow(pinned, start, [], set(), required + current_cost, budget, ctx, detail)
         if current is None:
             self._window.save([], None)
@@ -187,7 +193,7 @@ class TokenBudget:
             # more room before `floor` than last time (a part after the history replaced by a cheaper one): a unit
             # the last walk could not fit may fit now, so walk it all again (rare: the current turn usually grows)
             self._window.save([], None)
-            return self._tail_first(messages, structure, start, budget, ctx)
+            return self._tail_first(messages, structure, start, budget, ctx, protected)
         old_starts: list[int] = []
         sums = [0]
         if last is not None and not broke:  # the older units: the last window's, by their costs
@@ -375,9 +381,29 @@ def _classify(units: list[Unit], rest: Sequence[Message]) -> tuple[list[Unit], l
     return protected, dynamic, priorities
 
 
-def _shape_step(state: tuple[int, bool, frozenset[int]], tail: Sequence[Message]) -> tuple[int, bool, frozenset[int]]:
-    """One leg of the shape walk (PrefixMemo.advance): whether ``tail`` holds a protected message, and its priorities."""
-    start, protected, priorities = state
+def _shape_step(state: tuple[bool, frozenset[int]], tail: Sequence[Message]) -> tuple[bool, frozenset[int]]:
+    """One leg of the shape walk (PrefixMemo.walk): whether ``tail`` holds a protected message, and its priorities."""
+    protected, priorities = state
     if protected:
         return state
-    return start, "protected" in map(_ZONE, tail), priorities.union(map(_PRIORITY, tail))
+    return "protected" in map(_ZONE, tail), priorities.union(map(_PRIORITY, tail))
+
+
+def _protected_run(structure: Sequence[Message], start: int) -> int:
+    """The end of the run of protected one-message units right after the pinned prefix (``start``).
+
+    The ``agent`` preset's system part puts an untrusted block (recalled
+    memory, a workspace file) between its system messages: a protected user
+    message, always kept. Keeping such a leading run with the pinned prefix
+    gives exactly what keeping it as protected units does (nothing dynamic is
+    before it), so the tail-first walk still applies. A message with tool
+    calls or a tool result ends the run (its unit may be longer than one
+    message). Reads only the run and the message after it.
+    """
+    end, n = start, len(structure)
+    while end < n:
+        m = structure[end]
+        if m.zone != "protected" or m.role == "tool" or m.tool_calls:
+            break
+        end += 1
+    return end
