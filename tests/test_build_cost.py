@@ -212,7 +212,7 @@ class TestDictHistory:
         state = {"messages": history}
         builder.build(state)
         calls = {"convert": 0, "copy": 0}
-        convert, deepcopy = Message.from_openai.__func__, history_module.copy.deepcopy  # type: ignore[attr-defined]
+        convert, private_copy = Message.from_openai.__func__, history_module.private_copy  # type: ignore[attr-defined]
         run = Message.from_openai_run.__func__  # type: ignore[attr-defined]
 
         def counted_convert(cls: type[Message], data: Any, **kw: Any) -> Message:
@@ -224,13 +224,13 @@ class TestDictHistory:
             calls["convert"] += stop - start  # (a dict the fast path declines is counted twice: by from_openai too)
             return stop
 
-        def counted_copy(value: Any, *args: Any) -> Any:
+        def counted_copy(value: Any) -> Any:
             calls["copy"] += 1
-            return deepcopy(value, *args)
+            return private_copy(value)
 
         monkeypatch.setattr(Message, "from_openai", classmethod(counted_convert))
         monkeypatch.setattr(Message, "from_openai_run", classmethod(counted_run))
-        monkeypatch.setattr(history_module.copy, "deepcopy", counted_copy)
+        monkeypatch.setattr(history_module, "private_copy", counted_copy)
         history.append(dict(dict_transcript[20_000]))
         tracemalloc.start()
         try:
