@@ -405,6 +405,30 @@ def test_an_earlier_build_does_not_change_when_the_history_changes_afterwards(st
         assert read(built) == expected
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(start=histories(max_units=60), budget=st.integers(40, 300), data=st.data())
+def test_a_long_dict_history_read_late_is_what_was_built(start: list[Message], budget: int, data: Any) -> None:
+    """Plain chat dicts are kept as stand-ins until read (history._Stored): with most of a long dict history
+    dropped, every build's messages and report (the dropped records' ids, previews and tokens made only now),
+    read after later appends, in-place edits of the newest dicts and other changes, are what a fresh builder
+    gave for the history as it was then."""
+    counter = TiktokenCounter("cl100k_base")
+    reused = agent_builder(counter, budget, on_overflow="warn")
+    history: list[Any] = as_form(start, "openai")
+    builds: list[tuple[BuiltContext, Any]] = []
+    for _ in range(data.draw(st.integers(2, 5))):
+        try:
+            built = reused.build({"messages": history})
+        except CtxError:  # an illegal current turn (an orphan result): the fresh builder agrees (the property above)
+            built = None
+        if built is not None:
+            builds.append((built, outcome(agent_builder(counter, budget, on_overflow="warn"), copy.deepcopy(history))))
+        history = mutate(history, data, "openai")
+        history.extend(as_form(data.draw(histories(max_units=2)), "openai"))
+    for built, expected in builds:
+        assert read(built) == expected
+
+
 @st.composite
 def conversation_steps(draw: Any) -> list[list[Message]]:
     """The appends of a legal conversation: user and assistant messages and tool runs (1-3 parallel calls),
