@@ -7,6 +7,20 @@ dict's API is told; :func:`ctxcore.messages_from_anthropic` and
 stable id derived from its position and content (:func:`_stable_id`), so the
 same conversation built twice yields the same ids (reports line up across turns).
 
+A plain chat dict (string or null content, only the keys a message has,
+plain tool calls: what nearly every stored message is) is not converted when
+it is first seen: it is checked (so its message can be built later without
+fail) and stored as a :class:`_Stored` stand-in holding what it was read as —
+role, content, name, tool-call id and the ``(id, name, arguments)`` of its
+calls, read once. The engine's whole-history walks (legality, unit grouping,
+the budget's shape) read those fields from the lazy result's ``structure``;
+its :class:`Message` and id are made the first time it is read through the
+result (:meth:`History._derive`, the first layer), so a cold build of a long
+history makes messages for the window it keeps, not for every dict. A lookup
+of an id (``has_id``, the report's counts) parses the position out of the id
+and compares with that one stand-in's id. Every other item is converted (and
+checked) when first seen, as before.
+
 Converted items are remembered by reference, in a list the provider only
 appends to (any other change makes a new list), and each build's result is a
 :class:`~ctxcore.engine.lazy.Snapshot` of it: its first ``length`` messages,
@@ -21,8 +35,9 @@ list object costs one C-level comparison with the items seen (identical objects
 compare by pointer) plus the same guard. When the list changed, conversions of
 unchanged items are reused by position. The one thing not noticed: an item
 *older than the last eight* replaced in the same list, or a dict that old edited
-in place; hand over a new list with a new dict for such an edit (see
-docs/providers.md, "history").
+in place (its message stays what the dict was when it was stored, even when it
+is first read after the edit); hand over a new list with a new dict for such an
+edit (see docs/providers.md, "history").
 
 Derived work is done lazily, only for the messages a consumer reads (a budget
 filter reads the newest few), once per message, and cached by object:
@@ -146,10 +161,11 @@ def replay_start(messages: Sequence[Message], cap: int) -> int:
 class History:
     """Returns the messages stored in the state, converted, id-stamped and annotated.
 
-    The result is a :class:`~ctxcore.engine.lazy.LazyMessages`: conversion of new dict
-    items happens eagerly (it is needed to know roles and tool calls), but the
-    derived message (annotation, marker neutralising) is computed only when a
-    consumer indexes it, and memoised per stored object. When the stored list
+    The result is a :class:`~ctxcore.engine.lazy.LazyMessages`: new items are
+    checked eagerly (an invalid one fails the build), a plain chat dict is kept as a
+    stand-in whose structural fields the walks read, and the message (converted,
+    annotated, markers neutralised) is made only when a consumer indexes it, and
+    memoised per stored object. When the stored list
     only grew since the last call (see the module docstring for the proof), only
     the new tail is looked at: a next-turn build costs what was appended plus a
     check of the last :data:`GUARD` items, not a walk or a comparison of the history.
