@@ -15,6 +15,7 @@ import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
+from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -224,7 +225,7 @@ class Message(BaseModel):
     @property
     def tool_call_ids(self) -> tuple[str, ...]:
         """Ids of the calls this (assistant) message requests."""
-        return tuple(c.id for c in self.tool_calls)
+        return tuple(map(_CALL_ID, self.tool_calls))  # C-level: read by every legality and unit walk
 
     def with_provenance(self, **changes: Any) -> Message:
         """Return a copy with provenance (or other) fields changed, validated again.
@@ -371,6 +372,7 @@ class Message(BaseModel):
 
 
 _ID_ONLY = frozenset({"id"})
+_CALL_ID = attrgetter("id")
 # (trust, zone, fields-set of a plain dict of the role without name, call id or tool calls) of a plain dict's role.
 _ROLE_DEFAULTS: dict[Any, tuple[str, str, frozenset[str]]] = {
     "user": ("trusted", "dynamic", frozenset({"id", "role", "content", "metadata"})),

@@ -63,8 +63,8 @@ import json
 import zlib
 from collections.abc import Container, Mapping, Sequence
 from functools import partial
-from itertools import repeat
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_not, itemgetter
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
@@ -356,14 +356,13 @@ class History:
             del raw[first:]
             raise ValueError(f"state[{key!r}][{index}]: {exc}") from exc
         self._seen.extend(items[start:i])
-        ids, semantic, is_semantic = self._ids, self._semantic, self._is_semantic
-        for k in range(first, len(raw)):
-            m = raw[k]
-            if type(m) is not _Stored:  # a stand-in's id names its position: _IdsBefore finds it without computing it
-                ids.setdefault(m.id, k)
-            if not semantic:
-                semantic = is_semantic(m)
-        self._semantic = semantic
+        made = raw[first:]
+        ids = self._ids
+        # a stand-in's id names its position (_IdsBefore finds it without computing it): index the others only,
+        # found by a C-level pass
+        for k in compress(range(first, len(raw)), map(is_not, map(type, made), repeat(_Stored))):
+            ids.setdefault(raw[k].id, k)
+        self._semantic = self._semantic or any(map(self._is_semantic, made))  # stops at the first tool message
         return i
 
     def _reopen(self) -> int:
@@ -510,6 +509,7 @@ def _clean_content(content: Any, strip: bool) -> Any:
 
 
 _ID = attrgetter("id")
+_FIRST = itemgetter(0)
 
 
 def _index_ids(ids: dict[str, int], raw: Sequence[Message | _Stored], first: int) -> None:
@@ -599,7 +599,7 @@ class _Stored:
     @property
     def tool_call_ids(self) -> tuple[str, ...]:
         """The ids of the calls the dict requests."""
-        return tuple(c[0] for c in self.tool_calls)
+        return tuple(map(_FIRST, self.tool_calls))
 
     @property
     def metadata(self) -> dict[str, Any]:
