@@ -226,3 +226,22 @@ def test_a_stand_in_shows_the_dict_as_it_was_stored() -> None:
 def pipeline(budget: int) -> ContextBuilder:
     """The history and token_budget, counted by cl100k."""
     return ContextBuilder([History()], [TokenBudget()], TiktokenCounter("cl100k_base"), budget=budget)
+
+
+def test_a_reused_stand_in_at_another_position_keeps_its_id_findable() -> None:
+    """When an earlier item now makes several messages (an Anthropic turn with two results), the unchanged
+    dicts after it keep their stand-ins (and ids, which name their item's index) at shifted positions:
+    every id is still found, and the messages equal a fresh provider's."""
+    items: list[Any] = [{"role": "user", "content": f"m{k}"} if k % 2 == 0 else {"role": "assistant", "content": f"m{k}"}
+                        for k in range(6)]
+    provider = History(annotate=False)
+    provider.get_messages({"messages": items}, {})
+    turn = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "one"},
+                                        {"type": "tool_result", "tool_use_id": "t2", "content": "two"},
+                                        {"type": "text", "text": "and now?"}]}
+    changed = [turn, *items[1:]]
+    out = provider.get_messages({"messages": changed}, {})
+    fresh = History(annotate=False).get_messages({"messages": changed}, {})
+    assert [m.model_dump() for m in out] == [m.model_dump() for m in fresh]
+    assert len(out) == 8 and all(out.has_id(m.id) for m in fresh)  # type: ignore[attr-defined]
+    assert type(structure_of(out)[3]).__name__ == "_Stored"  # the old stand-in of item 1, now at position 3
