@@ -131,9 +131,9 @@ def test_the_collector_paused_for_a_long_conversion_is_running_again_even_after_
     seen: list[bool] = []
     real = Message.from_openai_run
 
-    def spy(items: Any, start: int, out: list[Message], make_id: Any) -> int:
+    def spy(items: Any, start: int, out: list[Message], *args: Any) -> int:
         seen.append(gc.isenabled())
-        return real(items, start, out, make_id)
+        return real(items, start, out, *args)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Message, "from_openai_run", spy)

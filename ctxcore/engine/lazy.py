@@ -12,6 +12,18 @@ derives nothing; a message is transformed the first time somebody indexes it,
 and the result is memoised per transform (keyed by the stored object, whose
 identity is stable across builds), so the next build reuses it.
 
+What a structure item provides. An item of ``structure`` is a
+:class:`Message` or a provider's own light stand-in for one (the ``history``
+provider keeps a plain chat dict that way until it is read, see
+``ctxcore_providers.history``). Code reading ``structure`` may rely on
+``id``, ``role``, ``zone``, ``priority``, ``trust``, ``tool_call_id``,
+``tool_calls`` (only its truth: whether the message requests calls),
+``tool_call_ids`` and ``metadata``, and on nothing else (not ``content``,
+``text`` or the calls' names: index the lazy sequence for the message).
+Identity is stable across builds, as for a message. The first layer of a
+provider that stores stand-ins turns each into its :class:`Message`, so
+indexing, slicing and iterating a lazy sequence only ever give messages.
+
 :class:`MessageChain` concatenates several sequences (one per provider).
 :class:`PrefixMemo` remembers the list a walk last saw and the walk's state, so
 the next walk over an append-only list resumes after the unchanged prefix

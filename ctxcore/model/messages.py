@@ -15,6 +15,7 @@ import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
+from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -224,7 +225,7 @@ class Message(BaseModel):
     @property
     def tool_call_ids(self) -> tuple[str, ...]:
         """Ids of the calls this (assistant) message requests."""
-        return tuple(c.id for c in self.tool_calls)
+        return tuple(map(_CALL_ID, self.tool_calls))  # C-level: read by every legality and unit walk
 
     def with_provenance(self, **changes: Any) -> Message:
         """Return a copy with provenance (or other) fields changed, validated again.
@@ -285,8 +286,9 @@ class Message(BaseModel):
             raise ValueError(_compact(exc)) from None
 
     @classmethod
-    def from_openai_run(cls, items: Sequence[Any], start: int, out: list[Message],
-                        make_id: Callable[[int, dict[str, Any], Any], str]) -> int:
+    def from_openai_run(cls, items: Sequence[Any], start: int, out: list[Any],
+                        make_id: Callable[[int, dict[str, Any], Any], str],
+                        defer: Callable[[int, dict[str, Any], tuple[str, str, frozenset[str]], tuple[tuple[str, str, str], ...]], Any] | None = None) -> int:
         """Convert the run of chat dicts from ``items[start]`` on, appending to ``out``; returns where the run stopped.
 
         The run is the dicts without a ``type`` key whose ``content`` is a string
@@ -296,12 +298,19 @@ class Message(BaseModel):
         validation, see :meth:`from_openai`), in one loop without per-item keyword
         handling: the history provider converts thousands of stored dicts with it.
 
+        With ``defer``, a dict that passes the plain check (:func:`_plain_shape`)
+        and whose tool calls (if any) are plain too (:func:`_plain_calls`) is not
+        converted: ``defer(i, item, role defaults, calls)`` is appended instead
+        (``calls``: ``(id, name, arguments)`` of each call, read once), so a
+        caller can build the message later, when it is read, from fields that
+        are known to convert. Every other dict is converted (and checked) here.
+
         Raises:
             ValueError: as :meth:`from_openai`; the items before the failing one
                 are converted and in ``out`` (so it is ``items[start + `` the number
                 appended ``]``).
         """
-        plain, validated, append = _plain_openai, cls.from_openai, out.append
+        plain, validated, append, shape = _plain_openai, cls.from_openai, out.append, _plain_shape
         i, n = start, len(items)
         while i < n:
             item = items[i]
@@ -310,6 +319,15 @@ class Message(BaseModel):
             content = item.get("content")
             if content is not None and type(content) is not str:
                 break
+            if defer is not None:
+                defaults = shape(item)
+                if defaults is not None:
+                    calls = item.get("tool_calls")
+                    called = () if calls is None else _plain_calls(calls)
+                    if called is not None:
+                        append(defer(i, item, defaults, called))
+                        i += 1
+                        continue
             message_id = make_id(i, item, content)
             made = plain(cls, item, message_id)
             append(validated(item, id=message_id) if made is None else made)
@@ -354,6 +372,7 @@ class Message(BaseModel):
 
 
 _ID_ONLY = frozenset({"id"})
+_CALL_ID = attrgetter("id")
 # (trust, zone, fields-set of a plain dict of the role without name, call id or tool calls) of a plain dict's role.
 _ROLE_DEFAULTS: dict[Any, tuple[str, str, frozenset[str]]] = {
     "user": ("trusted", "dynamic", frozenset({"id", "role", "content", "metadata"})),
@@ -369,18 +388,13 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> Message | None:
-    """The message of a plain chat dict whose shape was checked here, built without validation; else ``None``.
+def _plain_shape(data: dict[str, Any]) -> tuple[str, str, frozenset[str]] | None:
+    """The role defaults (:data:`_ROLE_DEFAULTS`) of a plain chat dict, else ``None``: the check of :func:`_plain_openai`.
 
     Plain means: only the keys ctxcore models, ``content`` present and a string
     or null, ``name`` and ``tool_call_id`` strings or null, ``tool_calls`` (if
     present) a non-empty list on an assistant, a tool result with its call id.
-    That is what nearly every stored message looks like, and for it the checks
-    below are exactly what validation would check, so the result equals
-    :meth:`Message.from_openai`'s (same fields, same fields-set; a hypothesis
-    property in tests/test_messages_fast.py checks it). Anything else (content
-    parts, unknown keys, a wrong type) returns ``None`` and takes the validating
-    path, which gives the error message.
+    The tool calls themselves are checked where they are built.
     """
     if not data.keys() <= _KNOWN_OPENAI_KEYS or "content" not in data:
         return None
@@ -395,16 +409,34 @@ def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> 
         return None
     if role == "tool" and not call_id:
         return None
-    if message_id is None:
-        message_id = _new_id()
-    elif type(message_id) is not str:
-        return None
-    fields_set = set(defaults[2])
     if "tool_calls" in data:
         raw = data["tool_calls"]
         if role != "assistant" or type(raw) is not list or not raw:
             return None
-        calls: tuple[ToolCall, ...] = tuple([_plain_tool_call(c) or _tool_call_from_openai(c) for c in raw])
+    return defaults
+
+
+def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> Message | None:
+    """The message of a plain chat dict (:func:`_plain_shape`), built without validation; else ``None``.
+
+    That is what nearly every stored message looks like, and for it the checks
+    are exactly what validation would check, so the result equals
+    :meth:`Message.from_openai`'s (same fields, same fields-set; a hypothesis
+    property in tests/test_messages_fast.py checks it). Anything else (content
+    parts, unknown keys, a wrong type) returns ``None`` and takes the validating
+    path, which gives the error message.
+    """
+    defaults = _plain_shape(data)
+    if defaults is None:
+        return None
+    if message_id is None:
+        message_id = _new_id()
+    elif type(message_id) is not str:
+        return None
+    role, name, call_id = data["role"], data.get("name"), data.get("tool_call_id")
+    fields_set = set(defaults[2])
+    if "tool_calls" in data:
+        calls: tuple[ToolCall, ...] = tuple([_plain_tool_call(c) or _tool_call_from_openai(c) for c in data["tool_calls"]])
         fields_set.add("tool_calls")
     else:
         calls = ()
@@ -413,13 +445,37 @@ def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> 
     if call_id is not None:
         fields_set.add("tool_call_id")
     m = _new_object(cls)
-    _set(m, "__dict__", {"id": message_id, "role": role, "content": content, "name": name, "tool_call_id": call_id,
+    _set(m, "__dict__", {"id": message_id, "role": role, "content": data["content"], "name": name, "tool_call_id": call_id,
                          "tool_calls": calls, "metadata": {}, "source": None, "trust": defaults[0],
                          "zone": defaults[1], "priority": 0})
     _set_fields_set(m, fields_set)
     _set_extra(m, None)
     _set_private(m, None)
     return m
+
+
+def _plain_calls(calls: list[Any]) -> tuple[tuple[str, str, str], ...] | None:
+    """``(id, name, arguments)`` of each call when every one is fully plain, else ``None``.
+
+    Fully plain: ``{"id": non-empty str, "type": "function", "function":
+    {"name": str, "arguments": str without NaN/Infinity}}`` (other keys are
+    ignored, as by :func:`_plain_tool_call`), so the dict ``{"id", "type",
+    "function": {"name", "arguments"}}`` rebuilt from the triple converts to
+    the same :class:`ToolCall` and reads the same in an id.
+    """
+    out = []
+    for call in calls:
+        if type(call) is not dict:
+            return None
+        fn = call.get("function")
+        call_id = call.get("id")
+        if type(fn) is not dict or type(call_id) is not str or not call_id or call.get("type") != "function":
+            return None
+        name, arguments = fn.get("name"), fn.get("arguments")
+        if type(name) is not str or type(arguments) is not str or "NaN" in arguments or "Infinity" in arguments:
+            return None
+        out.append((call_id, name, arguments))
+    return tuple(out)
 
 
 _TOOL_CALL_FIELDS = frozenset({"id", "name", "arguments", "type"})

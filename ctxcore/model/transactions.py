@@ -219,9 +219,9 @@ def open_calls_after(messages: Sequence[Message], pending: frozenset[str] = froz
         elif open_:
             return None
         else:
-            calls = m.tool_calls
-            if calls:
-                open_ = {c.id for c in calls}
+            if m.tool_calls:  # the ids, not the calls: a lazy history's stand-in for a dict has no ToolCall objects
+                calls = m.tool_call_ids
+                open_ = set(calls)
                 if len(open_) != len(calls) or "" in open_:
                     return None
     return frozenset(open_)

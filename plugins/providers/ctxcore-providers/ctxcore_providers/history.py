@@ -7,6 +7,20 @@ dict's API is told; :func:`ctxcore.messages_from_anthropic` and
 stable id derived from its position and content (:func:`_stable_id`), so the
 same conversation built twice yields the same ids (reports line up across turns).
 
+A plain chat dict (string or null content, only the keys a message has,
+plain tool calls: what nearly every stored message is) is not converted when
+it is first seen: it is checked (so its message can be built later without
+fail) and stored as a :class:`_Stored` stand-in holding what it was read as —
+role, content, name, tool-call id and the ``(id, name, arguments)`` of its
+calls, read once. The engine's whole-history walks (legality, unit grouping,
+the budget's shape) read those fields from the lazy result's ``structure``;
+its :class:`Message` and id are made the first time it is read through the
+result (:meth:`History._derive`, the first layer), so a cold build of a long
+history makes messages for the window it keeps, not for every dict. A lookup
+of an id (``has_id``, the report's counts) parses the position out of the id
+and compares with that one stand-in's id. Every other item is converted (and
+checked) when first seen, as before.
+
 Converted items are remembered by reference, in a list the provider only
 appends to (any other change makes a new list), and each build's result is a
 :class:`~ctxcore.engine.lazy.Snapshot` of it: its first ``length`` messages,
@@ -21,8 +35,9 @@ list object costs one C-level comparison with the items seen (identical objects
 compare by pointer) plus the same guard. When the list changed, conversions of
 unchanged items are reused by position. The one thing not noticed: an item
 *older than the last eight* replaced in the same list, or a dict that old edited
-in place; hand over a new list with a new dict for such an edit (see
-docs/providers.md, "history").
+in place (its message stays what the dict was when it was stored, even when it
+is first read after the edit); hand over a new list with a new dict for such an
+edit (see docs/providers.md, "history").
 
 Derived work is done lazily, only for the messages a consumer reads (a budget
 filter reads the newest few), once per message, and cached by object:
@@ -48,9 +63,9 @@ import json
 import zlib
 from collections.abc import Container, Mapping, Sequence
 from functools import partial
-from itertools import repeat
-from operator import attrgetter
-from typing import Any, Literal
+from itertools import compress, repeat
+from operator import attrgetter, is_not, itemgetter
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
@@ -146,10 +161,11 @@ def replay_start(messages: Sequence[Message], cap: int) -> int:
 class History:
     """Returns the messages stored in the state, converted, id-stamped and annotated.
 
-    The result is a :class:`~ctxcore.engine.lazy.LazyMessages`: conversion of new dict
-    items happens eagerly (it is needed to know roles and tool calls), but the
-    derived message (annotation, marker neutralising) is computed only when a
-    consumer indexes it, and memoised per stored object. When the stored list
+    The result is a :class:`~ctxcore.engine.lazy.LazyMessages`: new items are
+    checked eagerly (an invalid one fails the build), a plain chat dict is kept as a
+    stand-in whose structural fields the walks read, and the message (converted,
+    annotated, markers neutralised) is made only when a consumer indexes it, and
+    memoised per stored object. When the stored list
     only grew since the last call (see the module docstring for the proof), only
     the new tail is looked at: a next-turn build costs what was appended plus a
     check of the last :data:`GUARD` items, not a walk or a comparison of the history.
@@ -168,12 +184,12 @@ class History:
         self._source: Sequence[Any] | None = None
         self._seen: list[Any] = []
         self._guard: list[tuple[int, Any]] = []
-        self._raw: list[Message] = []
+        self._raw: list[Message | _Stored] = []  # a plain dict is stored as a stand-in (see _Stored)
         self._ends: list[int] | None = None  # see _extend: None while each item made one message
         self._open: int | None = None  # first item of a run of Responses calls at the end (it may grow)
         # The semantics note followed by the messages of self._raw (append-only too), while the note is shown.
-        self._shown: list[Message] | None = None
-        self._shown_of: list[Message] | None = None  # the self._raw that self._shown follows
+        self._shown: list[Message | _Stored] | None = None
+        self._shown_of: list[Message | _Stored] | None = None  # the self._raw that self._shown follows
         self._ids: dict[str, int] = {}  # id -> its first position in self._raw (entries never change)
         self._semantic = False  # whether any stored message's derived form carries a semantic_kind
         self._memo: dict[int, tuple[Message, Message]] = {}
@@ -197,15 +213,17 @@ class History:
         self._update(items)
         note = self._semantics if self._semantic else None
         raw = self._raw
-        ids: list[Container[str]] = [_IdsBefore(self._ids, len(raw))]
+        ids: list[Container[str]] = [_IdsBefore(self._ids, len(raw), raw, self.state_key)]
         if note is not None:
             ids.append(frozenset((note.id,)))
         # A snapshot of an append-only list: no copy; the next call's snapshot of the same list proves growth.
-        structure = Snapshot(raw if note is None else self._with_note(note))
+        # The engine reads a stand-in as a structure item only (ctxcore.engine.lazy); the first layer makes its Message.
+        structure = Snapshot(cast("list[Message]", raw if note is None else self._with_note(note)))
         out: Sequence[Message] = LazyMessages(structure, [(self._derive, self._memo)], ids)
         if self.replay_cap is not None and len(raw) > self.replay_cap:
-            start = replay_start(raw, self.replay_cap)  # looks at the newest messages only (unless none is a user)
-            out = LazyMessages(Snapshot([*([note] if note is not None else []), *raw[start:]]), [(self._derive, self._memo)])
+            start = replay_start(cast("list[Message]", raw), self.replay_cap)  # looks at the newest messages only (unless none is a user)
+            kept = cast("list[Message]", [*([note] if note is not None else []), *raw[start:]])
+            out = LazyMessages(Snapshot(kept), [(self._derive, self._memo)])
         wm = self.working_memory if self.working_memory is not None else runtime.get("working_memory")
         if wm is not None:
             out = list(wm.build_view(list(out)))
@@ -214,7 +232,7 @@ class History:
                     raise ValueError(f"working_memory.build_view returned a {type(m).__name__} at {i}, not a Message")
         return out
 
-    def _with_note(self, note: Message) -> list[Message]:
+    def _with_note(self, note: Message) -> list[Message | _Stored]:
         """The semantics note followed by the stored messages: a list kept in step with ``self._raw`` by appends.
 
         A new list when ``self._raw`` is a new list (it was rebuilt) or the note
@@ -283,7 +301,7 @@ class History:
         while i < n:
             item = items[i]
             count = 1
-            made = _reuse(old, i, item) if old is not None else None
+            made: Message | _Stored | Sequence[Message | _Stored] | None = _reuse(old, i, item) if old is not None else None
             if made is None:
                 if _is_call(item):  # parallel calls: the run of function_call items is one assistant message
                     j = i + 1
@@ -294,9 +312,10 @@ class History:
                         self._open = i  # the next item may be one more call of the run
                 else:
                     made = self._convert(i, item)
-            if isinstance(made, Message):  # the common case: one item, one message
+            if isinstance(made, (Message, _Stored)):  # the common case: one item, one message
                 raw.append(made)
-                ids.setdefault(made.id, len(raw) - 1)
+                if type(made) is not _Stored or made.index != len(raw) - 1:  # else _IdsBefore finds it by position
+                    ids.setdefault(made.id, len(raw) - 1)
                 semantic = semantic or self._is_semantic(made)
                 if count == 1:
                     seen.append(item)
@@ -305,6 +324,7 @@ class History:
                     i += 1
                     continue
             else:
+                assert made is not None
                 raw.extend(made)
                 for k, m in enumerate(made, len(raw) - len(made)):
                     ids.setdefault(m.id, k)
@@ -317,24 +337,31 @@ class History:
         self._semantic = semantic
 
     def _extend_plain(self, items: Sequence[Any], start: int) -> int:
-        """Convert the run of plain chat dicts from ``start`` (the usual history) in one tight loop; returns where it stopped.
+        """Take the run of plain chat dicts from ``start`` (the usual history) in one tight loop; returns where it stopped.
 
         Plain: a dict without a ``type`` key whose content is a string or null,
         so it is a chat message in every API's reading (see :func:`_format`).
         The first other item (a Message, content parts, a Responses item) ends
-        the run; the general loop of :meth:`_extend` takes over there.
+        the run; the general loop of :meth:`_extend` takes over there. A dict
+        that passes the plain check becomes a :class:`_Stored` stand-in (its
+        :class:`Message` and id are made when it is read); any other dict of
+        the run is converted (and checked) here.
         """
         key, raw = self.state_key, self._raw
         first = len(raw)
         try:
-            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key))
+            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), partial(_Stored, key))
         except (ValueError, KeyError, TypeError) as exc:
             index = start + len(raw) - first
             del raw[first:]
             raise ValueError(f"state[{key!r}][{index}]: {exc}") from exc
-        made = raw[first:]
         self._seen.extend(items[start:i])
-        _index_ids(self._ids, raw, first)
+        made = raw[first:]
+        ids = self._ids
+        # a stand-in's id names its position (_IdsBefore finds it without computing it): index the others only,
+        # found by a C-level pass
+        for k in compress(range(first, len(raw)), map(is_not, map(type, made), repeat(_Stored))):
+            ids.setdefault(raw[k].id, k)
         self._semantic = self._semantic or any(map(self._is_semantic, made))  # stops at the first tool message
         return i
 
@@ -436,13 +463,17 @@ class History:
         reading = "\x1d".join(_stable_id("", 0, item) for item in run)
         return made[0].model_copy(update={"id": f"{self.state_key}:{start}:{zlib.crc32(reading.encode()):08x}"})
 
-    def _is_semantic(self, m: Message) -> bool:
+    def _is_semantic(self, m: Message | _Stored) -> bool:
         """Whether the derived form of ``m`` carries a semantic_kind (decides the explanation message)."""
+        if type(m) is _Stored:  # a plain dict's metadata is empty
+            return self.annotate and (m.role == "tool" or bool(m.tool_calls))
         if "semantic_kind" in m.metadata:
             return bool(m.metadata["semantic_kind"])
         return self.annotate and ((m.role == "assistant" and bool(m.tool_calls)) or m.role == "tool")
 
-    def _derive(self, m: Message) -> Message:
+    def _derive(self, stored: Message | _Stored) -> Message:
+        """The message as the history shows it: a stand-in's message made, annotated, markers neutralised."""
+        m = stored.message() if isinstance(stored, _Stored) else stored
         update: dict[str, Any] = {}
         if self.neutralize and m.content is not None:  # every role: assistant text can quote a forged marker too
             content = _clean_content(m.content, strip=m.role == "user")
@@ -499,9 +530,10 @@ def _clean_content(content: Any, strip: bool) -> Any:
 
 
 _ID = attrgetter("id")
+_FIRST = itemgetter(0)
 
 
-def _index_ids(ids: dict[str, int], raw: list[Message], first: int) -> None:
+def _index_ids(ids: dict[str, int], raw: Sequence[Message | _Stored], first: int) -> None:
     """Record the ids of ``raw[first:]`` with their positions; an id seen before keeps its first position."""
     if not ids:  # a cold build: one C-level pass, newest first so that each id's first position is written last
         ids.update(zip(map(_ID, reversed(raw[first:])), range(len(raw) - 1, first - 1, -1), strict=True))
@@ -511,20 +543,119 @@ def _index_ids(ids: dict[str, int], raw: list[Message], first: int) -> None:
 
 
 class _IdsBefore:
-    """The ids of the first ``length`` stored messages, read from the id -> first position map.
+    """The ids of the first ``length`` stored messages, without computing a stand-in's id.
 
-    The map grows as messages are appended; a snapshot's ids stay those of
-    its own messages.
+    An eagerly converted message's id is in the id -> first position map
+    (``positions``; it grows as messages are appended, and a snapshot's ids
+    stay those of its own messages). A :class:`_Stored` stand-in's id,
+    ``"<key>:<position>:<crc>"``, names its position in ``raw``, so a lookup
+    parses the position and compares with that stand-in's id (computed once,
+    cached): one id per lookup, not one per stored message.
     """
 
-    __slots__ = ("positions", "length")
+    __slots__ = ("positions", "length", "raw", "prefix")
 
-    def __init__(self, positions: dict[str, int], length: int) -> None:
+    def __init__(self, positions: dict[str, int], length: int, raw: list[Message | _Stored], key: str) -> None:
         self.positions = positions
         self.length = length
+        self.raw = raw
+        self.prefix = f"{key}:"
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.positions.get(key, self.length) < self.length
+        if not isinstance(key, str):
+            return False
+        at = self.positions.get(key)
+        if at is not None:
+            return at < self.length
+        prefix = self.prefix
+        if not key.startswith(prefix):
+            return False
+        end = key.find(":", len(prefix))
+        digits = key[len(prefix):end]
+        if end < 0 or not digits.isdigit() or not digits.isascii():
+            return False
+        index = int(digits)
+        if index >= self.length:
+            return False
+        m = self.raw[index]
+        return type(m) is _Stored and m.index == index and m.id == key
+
+
+class _Stored:
+    """A plain stored chat dict, read once: its structural fields now, its :class:`Message` when it is read.
+
+    Made by :meth:`History._extend_plain` for a dict that passed the plain
+    check (:meth:`Message.from_openai_run`'s ``defer``), so building the message
+    later cannot fail. It holds what the message is made of (role, content,
+    name, tool_call_id, and ``(id, name, arguments)`` of each tool call, read
+    when the dict was stored: a later in-place edit of the dict does not reach
+    it) and gives the engine's whole-history walks what they read from a lazy
+    sequence's ``structure`` (see :mod:`ctxcore.engine.lazy`): ``role``,
+    ``zone``, ``trust``, ``priority``, ``tool_call_id``, ``tool_calls`` (truthy
+    when the dict requests calls), ``tool_call_ids`` and ``id`` (computed on
+    first use, then kept). Nothing outside this module sees one: the history's
+    first layer (:meth:`History._derive`) turns it into its message, which is
+    exactly ``Message.from_openai(dict, id=_stable_id(key, position, dict))``.
+    """
+
+    __slots__ = ("key", "index", "role", "content", "name", "tool_call_id", "tool_calls", "trust", "zone",
+                 "_id", "_message")
+
+    priority = 0
+    source = None
+
+    def __init__(self, key: str, index: int, item: dict[str, Any], defaults: tuple[str, str, frozenset[str]],
+                 calls: tuple[tuple[str, str, str], ...]) -> None:
+        self.key = key
+        self.index = index
+        self.role = item["role"]
+        self.content = item["content"]
+        self.name = item.get("name")
+        self.tool_call_id = item.get("tool_call_id")
+        self.tool_calls = calls
+        self.trust, self.zone = defaults[0], defaults[1]
+        self._id: str | None = None
+        self._message: Message | None = None
+
+    @property
+    def tool_call_ids(self) -> tuple[str, ...]:
+        """The ids of the calls the dict requests."""
+        return tuple(map(_FIRST, self.tool_calls))
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """A plain dict's message has no metadata."""
+        return {}
+
+    def _as_dict(self) -> dict[str, Any]:
+        """The stored dict as it was read (the keys a plain dict's message and id depend on)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.tool_calls:
+            out["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                                 for i, n, a in self.tool_calls]
+        return out
+
+    @property
+    def id(self) -> str:
+        """:func:`_stable_id` of the dict (computed once)."""
+        made = self._id
+        if made is None:
+            made = self._id = _chat_id(self.key, self.index, self._as_dict(), self.content)
+        return made
+
+    def message(self) -> Message:
+        """The dict's :class:`Message` (made once): what :meth:`History._convert` makes of it."""
+        made = self._message
+        if made is None:
+            made = self._message = Message.from_openai(self._as_dict(), id=self.id)
+        return made
+
+    def __repr__(self) -> str:
+        return f"_Stored({self.key}[{self.index}], {self.role})"
 
 
 def _unchanged(item: Any, old: Any, copied: Any) -> bool:
@@ -535,10 +666,10 @@ def _unchanged(item: Any, old: Any, copied: Any) -> bool:
 
 
 # What a rebuild may reuse: the items seen, the messages made, their ends (see History._extend), the guard copies.
-_Old = tuple[list[Any], list[Message], "list[int] | None", dict[int, Any]]
+_Old = tuple[list[Any], "list[Message | _Stored]", "list[int] | None", dict[int, Any]]
 
 
-def _reuse(old: _Old, index: int, item: Any) -> Message | list[Message] | None:
+def _reuse(old: _Old, index: int, item: Any) -> Message | _Stored | list[Message | _Stored] | None:
     """The old conversion of an unchanged dict at ``index`` (``None``: convert it), never of a Responses call.
 
     A call is converted with its run of neighbours, which may have changed.
