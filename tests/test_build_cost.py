@@ -826,33 +826,46 @@ class TestExtensionProofs:
         assert memo.walk(opened.structure, (), step, start=1) == () and walked == ["a", "b", "c", "n2"]  # another start
 
 
+def count_walks(monkeypatch: Any, **more: int) -> dict[str, int]:
+    """Count the messages the builder's legality walk and token_budget's shape check read, from now on.
+
+    Returns the counts (``legality``, ``shape`` and the keys of ``more``, for the
+    caller's own counters), which the walks add to as they run.
+    """
+    builder_module = sys.modules[ContextBuilder.__module__]
+    budget_module = sys.modules[TokenBudget.__module__]
+    walked = {"legality": 0, "shape": 0, **more}
+    legality, shape = builder_module.open_calls_after, budget_module._shape_step
+
+    def counted_legality(messages: Any, pending: Any = frozenset()) -> Any:
+        walked["legality"] += len(messages)
+        return legality(messages, pending)
+
+    def counted_shape(state: Any, tail: Any) -> Any:
+        walked["shape"] += len(tail)
+        return shape(state, tail)
+
+    monkeypatch.setattr(builder_module, "open_calls_after", counted_legality)
+    monkeypatch.setattr(budget_module, "_shape_step", counted_shape)
+    return walked
+
+
 class TestProviderAfterHistory:
     """The agent preset's runtime_context after the history: a next turn walks only what is new."""
 
     def test_a_next_turn_walks_only_the_new_messages_for_legality_and_shape(
         self, transcript: list[Message], monkeypatch: Any
     ) -> None:
-        builder_module = sys.modules[ContextBuilder.__module__]
         budget_module = sys.modules[TokenBudget.__module__]
-        walked = {"legality": 0, "shape": 0, "units": 0}
-        legality, shape, units = builder_module.open_calls_after, budget_module._shape_step, budget_module._units_newest_first
-
-        def counted_legality(messages: Any, pending: Any = frozenset()) -> Any:
-            walked["legality"] += len(messages)
-            return legality(messages, pending)
-
-        def counted_shape(state: Any, tail: Any) -> Any:
-            walked["shape"] += len(tail)
-            return shape(state, tail)
+        walked = count_walks(monkeypatch, units=0)
+        units = budget_module._units_newest_first
 
         def counted_units(structure: Any, floor: int) -> Any:
             for unit in units(structure, floor):
                 walked["units"] += 1
                 yield unit
 
-        monkeypatch.setattr(builder_module, "open_calls_after", counted_legality)
         monkeypatch.setattr(budget_module, "_units_newest_first", counted_units)
-        monkeypatch.setattr(budget_module, "_shape_step", counted_shape)
         counter = TiktokenCounter("cl100k_base")
         builder = agent_builder(counter, 32_000, after=True)
         history = [m.to_openai() for m in transcript[:3_000]]
@@ -883,25 +896,14 @@ class TestProviderBeforeHistory:
         """With memory_recall (a real SQLite store) before the history and runtime_context after it, each next turn
         recalls other memories (another block, or none) and the legality and shape walks read only the changed
         parts and the new messages; token_budget stays tail-first (its linear path is never taken)."""
-        builder_module = sys.modules[ContextBuilder.__module__]
         budget_module = sys.modules[TokenBudget.__module__]
-        walked = {"legality": 0, "shape": 0, "classify": 0}
-        legality, shape, classify = builder_module.open_calls_after, budget_module._shape_step, budget_module._classify
-
-        def counted_legality(messages: Any, pending: Any = frozenset()) -> Any:
-            walked["legality"] += len(messages)
-            return legality(messages, pending)
-
-        def counted_shape(state: Any, tail: Any) -> Any:
-            walked["shape"] += len(tail)
-            return shape(state, tail)
+        walked = count_walks(monkeypatch, classify=0)
+        classify = budget_module._classify
 
         def counted_classify(units: Any, rest: Any) -> Any:
             walked["classify"] += len(units)
             return classify(units, rest)
 
-        monkeypatch.setattr(builder_module, "open_calls_after", counted_legality)
-        monkeypatch.setattr(budget_module, "_shape_step", counted_shape)
         monkeypatch.setattr(budget_module, "_classify", counted_classify)
         store = SqliteMemoryStore(tmp_path / "memory.db")
         for text in ("Priya uses Neovim with tabs", "Deploys happen on Tuesdays and Thursdays", "The staging database is PostgreSQL 15"):
