@@ -678,6 +678,62 @@ class TestLazyPieces:
         assert memo.resume([items[0], human("x", id="x"), *items[2:]]) == (None, 0)
 
 
+#: how a part of a chain changes from one build to the next (see test_a_join_reads_and_proves_as_its_parts_joined)
+PART_CHANGES = ["same", "grown", "rebuilt", "replaced"]
+
+
+@st.composite
+def joined_parts(draw: Any) -> tuple[list[Any], list[str]]:
+    """Parts of a chain (plain lists, snapshots of a longer append-only list, empty ones) and how each changes."""
+    parts: list[Any] = []
+    for k in range(draw(st.integers(0, 4))):
+        items = [human(f"{k}.{i}", id=f"{k}.{i}") for i in range(draw(st.integers(0, 4)))]
+        if draw(st.booleans()):
+            length = draw(st.integers(0, len(items)))
+            parts.append(Snapshot(items, length))  # the list already holds more than the snapshot reads
+        else:
+            parts.append(items)
+    return parts, draw(st.lists(st.sampled_from(PART_CHANGES), min_size=len(parts), max_size=len(parts)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(drawn=joined_parts(), cut=st.tuples(st.integers(-12, 12) | st.none(), st.integers(-12, 12) | st.none(),
+                                           st.sampled_from([None, 1, 2, -1, -3])))
+def test_a_join_reads_and_proves_as_its_parts_joined(drawn: tuple[list[Any], list[str]], cut: Any) -> None:
+    """A Joined reads exactly as its parts' items concatenated (index, slice, iteration, backwards, equality); a
+    later join of changed parts (the same part, a snapshot grown on its list, the same objects in a new list, or
+    other messages) proves only what it holds at the same places, never more; appends change no earlier join."""
+    parts, changes = drawn
+    flat = [m for p in parts for m in p]
+    joined = Joined(parts)
+    assert len(joined) == len(flat) and list(joined) == flat and list(reversed(joined)) == flat[::-1]
+    assert all(joined[i] is flat[i] for i in range(-len(flat), len(flat)))
+    for bad in (len(flat), -len(flat) - 1):
+        with pytest.raises(IndexError):
+            joined[bad]
+    assert joined[slice(*cut)] == flat[slice(*cut)] and joined.tolist() == flat and joined == flat
+    later: list[Any] = []
+    for k, (part, change) in enumerate(zip(parts, changes, strict=True)):
+        if change == "grown" and isinstance(part, Snapshot):
+            part.items.append(human(f"new {k}", id=f"new {k}"))  # an append past what any snapshot read
+            later.append(Snapshot(part.items))
+        elif change == "rebuilt":
+            later.append(list(part))
+        elif change == "replaced":
+            later.append([human(f"other {k}", id=f"other {k}")])
+        else:
+            later.append(part)
+    proved = Joined(later)
+    shared = proved.shares(joined)
+    assert list(joined) == flat and len(joined) == len(flat)  # the appends did not reach the earlier join
+    assert 0 <= shared <= len(flat) and all(proved[i] is flat[i] for i in range(shared))
+    assert proved.extends(joined) == (shared == len(flat))
+    grows = [c == "grown" and isinstance(p, Snapshot) for p, c in zip(parts, changes, strict=True)]
+    if "replaced" not in changes and not any(grows[:-1]):
+        assert proved.extends(joined)  # the same objects and appends to the last part: proven, nothing compared
+    assert joined.shares(joined) == len(flat) and proved.shares(flat) == 0  # a plain list proves nothing
+
+
 class TestExtensionProofs:
     """One prefix check (by the history provider) serves every later walk of the build."""
 

@@ -230,8 +230,8 @@ class Joined(Snapshot):
                 same = had
             elif isinstance(mine, Snapshot):
                 same = min(mine.shares(theirs), had)
-            elif n == had and type(theirs) is list and all(map(is_, mine, theirs)):
-                same = had  # the same objects (a short part rebuilt as a new list: the system prompt)
+            elif n == had and all(map(is_, mine, theirs)):
+                same = had  # a list of the same objects (a short part rebuilt as a new list: the system prompt)
             else:
                 same = 0
             shared += same
