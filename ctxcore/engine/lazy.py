@@ -266,8 +266,9 @@ class Joined(Snapshot):
             offsets, lists = self._offsets, self._lists
             k = bisect_right(offsets, start) - 1
             offset = offsets[k]
-            if stop - offset <= self._lengths[k]:  # within one part: that part's slice
-                return list(lists[k][start - offset:stop - offset])
+            if stop - offset <= self._lengths[k]:  # within one part: that part's slice (a list: no second copy)
+                got = lists[k][start - offset:stop - offset]
+                return got if type(got) is list else list(got)
             out: list[Message] = []
             while start < stop:
                 offset = offsets[k]
