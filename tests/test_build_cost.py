@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from ctxcore.engine.budget import CachedCounter, FilterContext
 from ctxcore.engine.builder import BuiltContext, ContextBuilder
 from ctxcore.engine.lazy import (
+    Joined,
     LazyMessages,
     MessageChain,
     PrefixMemo,
@@ -677,6 +678,62 @@ class TestLazyPieces:
         assert memo.resume([items[0], human("x", id="x"), *items[2:]]) == (None, 0)
 
 
+#: how a part of a chain changes from one build to the next (see test_a_join_reads_and_proves_as_its_parts_joined)
+PART_CHANGES = ["same", "grown", "rebuilt", "replaced"]
+
+
+@st.composite
+def joined_parts(draw: Any) -> tuple[list[Any], list[str]]:
+    """Parts of a chain (plain lists, snapshots of a longer append-only list, empty ones) and how each changes."""
+    parts: list[Any] = []
+    for k in range(draw(st.integers(0, 4))):
+        items = [human(f"{k}.{i}", id=f"{k}.{i}") for i in range(draw(st.integers(0, 4)))]
+        if draw(st.booleans()):
+            length = draw(st.integers(0, len(items)))
+            parts.append(Snapshot(items, length))  # the list already holds more than the snapshot reads
+        else:
+            parts.append(items)
+    return parts, draw(st.lists(st.sampled_from(PART_CHANGES), min_size=len(parts), max_size=len(parts)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(drawn=joined_parts(), cut=st.tuples(st.integers(-12, 12) | st.none(), st.integers(-12, 12) | st.none(),
+                                           st.sampled_from([None, 1, 2, -1, -3])))
+def test_a_join_reads_and_proves_as_its_parts_joined(drawn: tuple[list[Any], list[str]], cut: Any) -> None:
+    """A Joined reads exactly as its parts' items concatenated (index, slice, iteration, backwards, equality); a
+    later join of changed parts (the same part, a snapshot grown on its list, the same objects in a new list, or
+    other messages) proves only what it holds at the same places, never more; appends change no earlier join."""
+    parts, changes = drawn
+    flat = [m for p in parts for m in p]
+    joined = Joined(parts)
+    assert len(joined) == len(flat) and list(joined) == flat and list(reversed(joined)) == flat[::-1]
+    assert all(joined[i] is flat[i] for i in range(-len(flat), len(flat)))
+    for bad in (len(flat), -len(flat) - 1):
+        with pytest.raises(IndexError):
+            joined[bad]
+    assert joined[slice(*cut)] == flat[slice(*cut)] and joined.tolist() == flat and joined == flat
+    later: list[Any] = []
+    for k, (part, change) in enumerate(zip(parts, changes, strict=True)):
+        if change == "grown" and isinstance(part, Snapshot):
+            part.items.append(human(f"new {k}", id=f"new {k}"))  # an append past what any snapshot read
+            later.append(Snapshot(part.items))
+        elif change == "rebuilt":
+            later.append(list(part))
+        elif change == "replaced":
+            later.append([human(f"other {k}", id=f"other {k}")])
+        else:
+            later.append(part)
+    proved = Joined(later)
+    shared = proved.shares(joined)
+    assert list(joined) == flat and len(joined) == len(flat)  # the appends did not reach the earlier join
+    assert 0 <= shared <= len(flat) and all(proved[i] is flat[i] for i in range(shared))
+    assert proved.extends(joined) == (shared == len(flat))
+    grows = [c == "grown" and isinstance(p, Snapshot) for p, c in zip(parts, changes, strict=True)]
+    if "replaced" not in changes and not any(grows[:-1]):
+        assert proved.extends(joined)  # the same objects and appends to the last part: proven, nothing compared
+    assert joined.shares(joined) == len(flat) and proved.shares(flat) == 0  # a plain list proves nothing
+
+
 class TestExtensionProofs:
     """One prefix check (by the history provider) serves every later walk of the build."""
 
@@ -696,7 +753,7 @@ class TestExtensionProofs:
         assert [m.text for m in second] == ["a", "b", "c"]  # the edit is not seen through the old snapshot
 
     def test_chain_extends_previous_only_when_earlier_parts_are_unchanged(self) -> None:
-        """A chain appends to the previous chain's list only when it provably extends it, and never changes it."""
+        """A chain proves by its parts that it extends an earlier chain, copies no pointer, and changes nothing."""
         sys_a = [system("s", id="s")]
         store = [human("a", id="a")]
         old = Snapshot(store)
@@ -710,27 +767,38 @@ class TestExtensionProofs:
         assert not other_prompt.structure.extends(previous.structure)
         unproven = MessageChain([LazyMessages(list(sys_a)), LazyMessages([*old, human("b", id="b")])], previous=previous)
         assert not unproven.structure.extends(previous.structure)
-        # a second chain from the same previous one: the list grew past it already, so a copy is extended
-        again = MessageChain([LazyMessages(list(sys_a)), LazyMessages(grown)], previous=previous)
-        assert again.structure.items is not chain.structure.items and again.structure == chain.structure
-        assert [m.id for m in previous.structure] == ["s", "a"] and len(chain.structure.items) == 3
+        # no list of pointers is made; a chain two appends later still proves it extends the first (no `previous`)
+        assert isinstance(chain.structure, Joined) and chain.structure._joined is None
+        store.append(human("c", id="c"))
+        later = MessageChain([LazyMessages(list(sys_a)), LazyMessages(Snapshot(store))])
+        assert later.structure.extends(previous.structure) and later.structure.extends(chain.structure)
+        assert [m.id for m in previous.structure] == ["s", "a"] and [m.id for m in chain.structure] == ["s", "a", "b"]
+        assert chain.structure.items == [*sys_a, *store[:2]] and chain.structure.items is chain.structure.items
 
-    def test_a_next_turn_copies_no_history_list(self) -> None:
-        """After an append, the history's snapshot and the chain's structure are the last build's lists,
-        grown in place (only the new message copied), while the last build still reads its own length."""
-        builder = agent_builder(TiktokenCounter("cl100k_base"), 4_000)
+    @pytest.mark.parametrize("after", [False, True])
+    def test_a_next_turn_copies_no_history_list(self, after: bool) -> None:
+        """After an append, the history's snapshot is of the last build's list, grown in place (only the new
+        message copied), and the chain joins it without a list of pointers, with or without a new part after
+        the history; the last build still reads its own length."""
+        builder = agent_builder(TiktokenCounter("cl100k_base"), 4_000, after=after)
         history = [m.to_openai() for m in as_messages(coding_agent_transcript(300))]
-        state = {"messages": history}
+        state = {"messages": history, "input": "go"}
         first = builder.build(state)
         chain = builder._last_chain
         assert chain is not None
         history.append({"role": "user", "content": "one more"})
+        state["input"] = "go on"
         second = builder.build(state)
         grown = builder._last_chain
-        assert grown is not None and grown.structure.items is chain.structure.items
-        assert len(grown) == len(chain) + 1 and grown.parts[-1].structure.extends(chain.parts[-1].structure)
+        assert grown is not None and len(grown) == len(chain) + 1
+        old_history, new_history = chain.parts[1].structure, grown.parts[1].structure
+        assert new_history.extends(old_history) and new_history.items is old_history.items
+        assert isinstance(grown.structure, Joined) and grown.structure.parts[1][1] is new_history
+        assert grown.structure._joined is None and chain.structure._joined is None  # nobody made a pointer list
+        assert grown.structure.extends(chain.structure) is not after  # a new current turn: shared up to its mark
+        assert grown.structure.shares(chain.structure) == (chain.structure.mark if after else len(chain))
         assert first.report.removed_count == len(chain) - len(first.messages)  # the old build's length, not the list's
-        assert second.messages[-1].text == "one more" and first.messages[-1].text != "one more"
+        assert second.messages[-1 - after].text == "one more" and all(m.text != "one more" for m in first.messages)
 
     def test_history_ids_of_a_snapshot_are_its_own(self) -> None:
         """An earlier result's has_id does not see ids appended later (nor lose ids when the provider

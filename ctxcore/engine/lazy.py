@@ -24,32 +24,35 @@ Identity is stable across builds, as for a message. The first layer of a
 provider that stores stand-ins turns each into its :class:`Message`, so
 indexing, slicing and iterating a lazy sequence only ever give messages.
 
-:class:`MessageChain` concatenates several sequences (one per provider).
-:class:`PrefixMemo` remembers the list a walk last saw and the walk's state, so
-the next walk over an append-only list resumes after the unchanged prefix
-(proven by a :class:`Snapshot`'s identity and length, else checked by one
-C-level pointer comparison, never a per-message Python loop). It also keeps
-the walk's state at the chain's *mark* (where its last part begins): a
-provider after the history (the ``agent`` preset's ``runtime_context``) makes
-a new last part every build, so the chain cannot extend the last one in
-place, but it proves by its parts that it shares the last chain's items up to
-the old mark (:attr:`Snapshot.origin`), and the walk resumes there.
+:class:`MessageChain` concatenates several sequences (one per provider); its
+``structure`` is a :class:`Joined`: the parts' own structures read as one
+sequence, with no list of their pointers made. :class:`PrefixMemo` remembers
+the sequence a walk last saw and the walk's state, so the next walk over an
+append-only list resumes after the unchanged prefix (proven by a snapshot's
+identity and length, or a chain's parts, else checked by one C-level pointer
+comparison, never a per-message Python loop). It also keeps the walk's state
+at the chain's *mark* (where its last part begins): a provider after the
+history (the ``agent`` preset's ``runtime_context``) makes a new last part
+every build, but the chain proves by its parts that it shares the last
+chain's items up to the old mark (:meth:`Joined.shares`), and the walk
+resumes there.
 
 Why snapshots: a next turn's history is the last one plus a message. Copying
 the 20,000 pointers of a long history (the provider's snapshot of its
 messages, the chain's concatenation) is C-level, but it touches every stored
 message's reference count, and after a cache flush (a model call, a garbage
-collection) each is a memory miss: two such copies were most of what a next
+collection) each is a memory miss: such copies were most of what a next
 turn at 20,000 messages cost beyond one at 2,000. A snapshot is taken by
-pointer instead, and whatever happens to the list later (only appends) leaves
-every earlier build's view, output and report as they were.
+pointer instead, and a chain joins its parts without copying them, so
+whatever happens to the list later (only appends) leaves every earlier
+build's view, output and report as they were.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
-from itertools import islice
+from itertools import chain, islice
 from operator import is_
 from typing import (
     Any,
@@ -60,7 +63,7 @@ from typing import (
 
 from ctxcore.model.messages import Message
 
-__all__ = ["LazyMessages", "MessageChain", "PrefixMemo", "Snapshot", "structure_of", "is_lazy"]
+__all__ = ["Joined", "LazyMessages", "MessageChain", "PrefixMemo", "Snapshot", "structure_of", "is_lazy"]
 
 Transform = Callable[[Message], Message]
 Memo = dict[int, tuple[Message, Message]]
@@ -78,12 +81,10 @@ class Snapshot(Sequence[Message]):
     one by identity and length alone (:meth:`extends`), without comparing a
     single message. The history provider and :class:`MessageChain` make them.
 
-    A :class:`MessageChain` that cannot extend the last chain's list in place
-    sets ``origin`` (that list) and ``shared`` (how many leading items it
-    proved, by its parts, to be the same objects as ``origin``'s), and ``mark``
-    (where its last part begins), so a :class:`PrefixMemo` can resume there.
-    A chain's snapshot also holds ``parts``: each part's offset and structure,
-    so :meth:`PrefixMemo.walk` can resume a walk part by part.
+    A chain's structure is the subclass :class:`Joined`, which also sets
+    ``mark`` (where its last part begins) and ``parts`` (each part's offset and
+    structure), so a :class:`PrefixMemo` can resume there and part by part; for
+    a plain snapshot ``mark`` is 0 and ``parts`` is ``None``.
 
     Args:
         items: the append-only list (not copied; any other iterable is copied
@@ -94,31 +95,25 @@ class Snapshot(Sequence[Message]):
         ValueError: ``length`` is negative or more than ``items`` holds.
     """
 
-    __slots__ = ("items", "length", "origin", "shared", "mark", "parts")
+    __slots__ = ("items", "length", "mark", "parts")
 
     def __init__(self, items: Iterable[Message] = (), length: int | None = None) -> None:
         self.items: list[Message] = items if type(items) is list else list(items)
         self.length = len(self.items) if length is None else length
         if not 0 <= self.length <= len(self.items):
             raise ValueError(f"snapshot length {length} outside 0..{len(self.items)}")
-        self.origin: list[Message] | None = None  # another append-only list whose first `shared` items are ours
-        self.shared = 0
         self.mark = 0  # where the last part of a chain begins (0: no mark)
         self.parts: tuple[tuple[int, Sequence[Message]], ...] | None = None  # a chain's (offset, part structure)s
 
     def shares(self, other: object) -> int:
         """How many leading items this snapshot provably has in common with ``other`` (nothing compared)."""
-        if not isinstance(other, Snapshot):
+        if type(other) is not Snapshot:  # a chain's Joined is proven by its parts, never by a list's identity
             return 0
-        if other.items is self.items:
-            return min(self.length, other.length)
-        if self.origin is not None and self.origin is other.items:
-            return min(self.shared, other.length)
-        return 0
+        return min(self.length, other.length) if other.items is self.items else 0
 
     def extends(self, other: object) -> bool:
         """Whether this snapshot holds every item of ``other`` at the same place (``other``'s list, no shorter)."""
-        return isinstance(other, Snapshot) and other.items is self.items and other.length <= self.length
+        return type(other) is Snapshot and other.items is self.items and other.length <= self.length
 
     def tolist(self) -> list[Message]:
         """The items as a new list (one C-level copy)."""
@@ -155,7 +150,7 @@ class Snapshot(Sequence[Message]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Snapshot):
-            if other.items is self.items:
+            if type(other) is Snapshot and other.items is self.items:
                 return other.length == self.length
             return self.length == other.length and self.tolist() == other.tolist()
         if isinstance(other, list):
@@ -166,6 +161,146 @@ class Snapshot(Sequence[Message]):
 
     def __repr__(self) -> str:
         return f"Snapshot({self.length} of {len(self.items)} items)"
+
+
+class Joined(Snapshot):
+    """Several structures (lists, snapshots) read as one: a :class:`MessageChain`'s ``structure``.
+
+    Nothing is copied: the parts are held as they are, with their offsets,
+    and an index is found by one bisect over the offsets, a slice part by part,
+    iteration chains the parts. So a chain whose first or last part changed
+    (the ``agent`` preset's recalled memory before the history, its
+    ``runtime_context`` after it) costs a handful of pointers, not a copy of the
+    history's 20,000. It is as immutable as a :class:`Snapshot`: each part is
+    a snapshot (later appends to its list change nothing it reads) or a list
+    its owner does not mutate (the builder hands over a new list per provider
+    output), read only up to the length it had when joined.
+
+    What a snapshot proves by its list's identity, a join proves by its parts
+    (:meth:`shares`): part by part, the same object (at the length it had
+    then), a :class:`Snapshot` that shares the other's items, or a short list of
+    the same objects (one C-level pass). So two builds' chains prove, without
+    comparing the history, that the history only grew, whatever happened to
+    the parts before or after it. ``items`` (the pointers as one list) is made
+    only when somebody asks for it, once.
+
+    Args:
+        parts: the structures, in order (empty ones are skipped).
+    """
+
+    __slots__ = ("_parts", "_lists", "_lengths", "_offsets", "_joined")
+
+    def __init__(self, parts: Iterable[Sequence[Message]]) -> None:
+        self._parts = tuple(p for p in parts if len(p))
+        # what to index: a plain snapshot's own list (a position below its length reads the snapshot), else the part
+        self._lists: tuple[Sequence[Message], ...] = tuple(
+            p.items if type(p) is Snapshot else p for p in self._parts
+        )
+        self._lengths = tuple(map(len, self._parts))
+        self._offsets: list[int] = []
+        total = 0
+        for n in self._lengths:
+            self._offsets.append(total)
+            total += n
+        self.length = total
+        self.mark = self._offsets[-1] if len(self._parts) > 1 else 0
+        self.parts = tuple(zip(self._offsets, self._parts, strict=True))
+        self._joined: list[Message] | None = None
+
+    @property
+    def items(self) -> list[Message]:
+        """The pointers as one list (made on first use: nothing in the engine asks for it)."""
+        if self._joined is None:
+            self._joined = self.tolist()
+        return self._joined
+
+    @items.setter
+    def items(self, value: list[Message]) -> None:
+        raise AttributeError("a Joined reads its parts: join new parts instead")
+
+    def shares(self, other: object) -> int:
+        """How many leading items this join provably has in common with ``other`` (by their parts, see the class)."""
+        if other is self:
+            return self.length
+        if not isinstance(other, Joined):
+            return 0
+        shared = 0
+        for mine, n, theirs, had in zip(self._parts, self._lengths, other._parts, other._lengths, strict=False):
+            if mine is theirs and n == had:
+                same = had
+            elif isinstance(mine, Snapshot):
+                same = min(mine.shares(theirs), had)
+            elif n == had and all(map(is_, mine, theirs)):
+                same = had  # a list of the same objects (a short part rebuilt as a new list: the system prompt)
+            else:
+                same = 0
+            shared += same
+            if same != had or n != had:
+                break
+        return shared
+
+    def extends(self, other: object) -> bool:
+        """Whether this join holds every item of ``other`` (a join) at the same place."""
+        return isinstance(other, Joined) and self.shares(other) == other.length
+
+    def tolist(self) -> list[Message]:
+        """The items as a new list (one C-level copy of each part)."""
+        out: list[Message] = []
+        for items, n in zip(self._lists, self._lengths, strict=True):
+            out.extend(items if len(items) == n else islice(items, n))
+        return out
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.length)
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            if start >= stop:
+                return []
+            offsets, lists = self._offsets, self._lists
+            k = bisect_right(offsets, start) - 1
+            offset = offsets[k]
+            if stop - offset <= self._lengths[k]:  # within one part: that part's slice (a list: no second copy)
+                got = lists[k][start - offset:stop - offset]
+                return got if type(got) is list else list(got)
+            out: list[Message] = []
+            while start < stop:
+                offset = offsets[k]
+                end = min(stop, offset + self._lengths[k])
+                out.extend(lists[k][start - offset:end - offset])
+                start, k = end, k + 1
+            return out
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError("chain index out of range")
+        k = bisect_right(self._offsets, index) - 1
+        return self._lists[k][index - self._offsets[k]]
+
+    def __iter__(self) -> Iterator[Message]:
+        return chain.from_iterable(map(islice, self._lists, self._lengths))
+
+    def __reversed__(self) -> Iterator[Message]:
+        for items, n in zip(reversed(self._lists), reversed(self._lengths), strict=True):
+            yield from (items[i] for i in range(n - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Snapshot):
+            return self.length == other.length and (self.extends(other) or self.tolist() == other.tolist())
+        if isinstance(other, list):
+            return self.length == len(other) and self.tolist() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Joined({self.length} items in {len(self._parts)} parts)"
 
 
 class LazyMessages(Sequence[Message]):
@@ -245,94 +380,27 @@ class LazyMessages(Sequence[Message]):
 
 
 class MessageChain(Sequence[Message]):
-    """Several message sequences read as one, without copying their messages.
+    """Several message sequences read as one, without copying their messages or their pointers.
 
-    ``structure`` is the concatenation of the parts' structures: a
-    :class:`Snapshot` of a list of pointers. When the chain provably extends
-    ``previous`` (see :meth:`_extends`) that list is ``previous``'s, with only
-    the last part's new items appended, so a next turn copies what is new, not
-    the history; otherwise it is a new list. Indexing finds the part and asks it.
+    ``structure`` is a :class:`Joined` of the parts' structures: nothing is
+    copied, whichever parts changed since the last build, and a next turn's
+    chain proves by its parts what it shares with the last one
+    (:meth:`Joined.shares`). Indexing finds the part and asks it. The parts
+    are held, not copied: a part's list must not change afterwards (as for
+    :class:`LazyMessages`).
+
+    Args:
+        parts: the sequences, in order (empty ones are skipped).
+        previous: accepted for compatibility and unused: the proof that a
+            chain extends an earlier one is made from both chains' parts.
     """
 
     __slots__ = ("parts", "structure", "_offsets")
 
     def __init__(self, parts: Iterable[Sequence[Message]], previous: MessageChain | None = None) -> None:
         self.parts = [p for p in parts if len(p)]
-        self._offsets: list[int] = []
-        total = 0
-        for p in self.parts:
-            self._offsets.append(total)
-            total += len(p)
-        base = self._grown(previous)
-        shared = 0
-        if base is None:
-            shared = self._shared(previous)
-            base = []
-            for p in self.parts:
-                base.extend(_pointers(structure_of(p)))
-        self.structure = Snapshot(base, total)
-        if shared and previous is not None:
-            self.structure.origin, self.structure.shared = previous.structure.items, shared
-        if len(self.parts) > 1:
-            self.structure.mark = self._offsets[-1]
-        self.structure.parts = tuple(zip(self._offsets, map(structure_of, self.parts), strict=True))
-
-    def _shared(self, previous: MessageChain | None) -> int:
-        """How many leading items this chain proves it shares with ``previous`` (by its parts, as :meth:`_grown`).
-
-        Parts are matched in order while each holds the same objects as the
-        previous chain's items at that place (a list compared by pointer, one
-        C-level pass over a short part, or a :class:`Snapshot` of the same
-        length on the same list); a :class:`Snapshot` that extends the previous
-        part ends the match after that part's old items. So a history followed
-        by a new ``runtime_context`` message shares everything up to the old
-        history's end.
-        """
-        if previous is None:
-            return 0
-        ends = [*previous._offsets[1:], previous.structure.length]
-        shared = 0
-        for mine, theirs, offset, end in zip(self.parts, previous.parts, previous._offsets, ends, strict=False):
-            a, had = structure_of(mine), end - offset
-            if isinstance(a, Snapshot):
-                if not a.extends(structure_of(theirs)):
-                    break
-                shared += had
-                if len(a) != had:
-                    break
-            elif len(a) == had and all(map(is_, a, previous.structure.items[offset:end])):
-                shared += had  # the same objects as the previous chain's own pointers there
-            else:
-                break
-        return shared
-
-    def _grown(self, previous: MessageChain | None) -> list[Message] | None:
-        """``previous``'s list with the new items of the last part appended, when this chain extends ``previous``.
-
-        True when every part but the last holds the same messages as the
-        previous chain's part (a small list compared, or the very same list),
-        and the last part is the previous last part or a :class:`Snapshot`
-        extending it. The list is appended to in place only when nothing was
-        appended to it past ``previous`` (else a copy of ``previous``'s items is
-        the new list), so every earlier chain keeps reading its own items.
-        """
-        if previous is None or not self.parts or len(self.parts) != len(previous.parts):
-            return None
-        for mine, theirs in zip(self.parts[:-1], previous.parts[:-1], strict=True):
-            a, b = structure_of(mine), structure_of(theirs)
-            if a is not b and (len(a) != len(b) or not all(map(is_, a, b))):  # the same objects, not equal copies
-                return None
-        grown = previous.structure
-        had = grown.length - previous._offsets[-1]  # the previous last part's length when it was chained
-        last, before = structure_of(self.parts[-1]), structure_of(previous.parts[-1])
-        if last is before:
-            if len(last) != had:  # a list that grew since it was chained: not proven
-                return None
-        elif not (isinstance(last, Snapshot) and last.extends(before)):
-            return None
-        base = grown.items if len(grown.items) == grown.length else grown.tolist()
-        base.extend(last[had:])  # a slice of the new items only
-        return base
+        self.structure = Joined([structure_of(p) for p in self.parts])
+        self._offsets = self.structure._offsets
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -390,14 +458,6 @@ class MessageChain(Sequence[Message]):
         return f"MessageChain({len(self)} messages in {len(self.parts)} parts)"
 
 
-def _pointers(structure: Sequence[Message]) -> Sequence[Message]:
-    """What ``list.extend`` copies fastest: a snapshot's list itself when the snapshot holds all of it."""
-    if isinstance(structure, Snapshot):
-        items = structure.items
-        return items if len(items) == structure.length else items[:structure.length]
-    return structure
-
-
 def is_lazy(messages: Sequence[Message]) -> bool:
     """Whether ``messages`` is a lazy sequence (materialise it for code that needs a list).
 
@@ -407,7 +467,7 @@ def is_lazy(messages: Sequence[Message]) -> bool:
     kind = type(messages)
     if kind is MessageChain or kind is LazyMessages:
         return True
-    return kind is not list and kind is not Snapshot and isinstance(messages, (LazyMessages, MessageChain))
+    return kind is not list and kind is not Snapshot and kind is not Joined and isinstance(messages, (LazyMessages, MessageChain))
 
 
 def structure_of(messages: Sequence[Message]) -> Sequence[Message]:
@@ -436,7 +496,7 @@ class PrefixMemo(Generic[S]):
     snapshot, also keeps the state at its :attr:`Snapshot.mark` (where the
     last part begins). When the next chain's last part is new (a provider after
     the history) but the chain proves it shares the items up to that mark
-    (:meth:`Snapshot.shares`), ``resume`` continues from the mark: the walk
+    (:meth:`Joined.shares`), ``resume`` continues from the mark: the walk
     covers the history's new messages and the last part, not the history.
 
     :meth:`walk` does all of it and more, part by part: it keeps, for each part
@@ -485,7 +545,7 @@ class PrefixMemo(Generic[S]):
 
         For a walk whose state says itself how far it is valid (``token_budget``'s
         window: the units before its last run); only a snapshot's proof counts
-        (:meth:`Snapshot.shares`), nothing is compared.
+        (:meth:`Snapshot.shares`, :meth:`Joined.shares`), nothing is compared.
         """
         if self._state is None or not isinstance(items, Snapshot):
             return None, 0
