@@ -651,7 +651,10 @@ class _Stored:
         """The dict's :class:`Message` (made once): what :meth:`History._convert` makes of it."""
         made = self._message
         if made is None:
-            made = self._message = Message.from_openai(self._as_dict(), id=self.id)
+            data = self._as_dict()  # once: the id and the message read the same dict
+            if self._id is None:
+                self._id = _chat_id(self.key, self.index, data, self.content)
+            made = self._message = Message.from_openai(data, id=self._id)
         return made
 
     def __repr__(self) -> str:
