@@ -356,6 +356,7 @@ class ContextBuilder:
             lazy = is_lazy(messages)
             if lazy and not getattr(step.component, "accepts_lazy", False):
                 messages, lazy = list(messages), False  # a filter that expects a list gets one
+            before = messages if lazy else tuple(messages)  # what the report lists drops from: a filter may change a list
             ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
             started = time.perf_counter()
             try:
@@ -366,13 +367,7 @@ class ContextBuilder:
             except Exception as exc:
                 self._component_failed(step, "filter", exc, report, started)
                 continue
-            if lazy:
-                report.record_filtered(messages, result, by=step.id)  # listed when the report is read
-            else:
-                kept_ids = {m.id for m in result}
-                dropped = [m for m in messages if m.id not in kept_ids]
-                if dropped:
-                    report.record_dropped(dropped, by=step.id)
+            report.record_filtered(before, result, by=step.id)  # listed when the report is read
             report.timings.append(
                 ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(result))
             )

@@ -8,7 +8,7 @@ build never pays to count what it throws away unless somebody asks.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -123,15 +123,23 @@ class BuildReport:
         self._dropped.append(_FilteredOut(before, tuple(after), by))
 
     def record_recovered(self, message: Message) -> None:
-        """Forget an earlier drop of ``message``: a later step put it back."""
+        """Forget one earlier drop of ``message``: a later step put it back.
+
+        One drop only (the very object when it was dropped as itself, else the
+        first with its id): two messages may share an id, and the other one
+        stays dropped.
+        """
         for entry in self._dropped:
             if isinstance(entry, _FilteredOut):
-                entry.kept_ids.add(message.id)
+                entry.recovered.append(message)
         self._dropped = [
-            entry if isinstance(entry, _FilteredOut) else ([m for m in entry[0] if m.id != message.id], entry[1])
+            entry if isinstance(entry, _FilteredOut) else (_without_one(entry[0], message), entry[1])
             for entry in self._dropped
         ]
-        self._records = [r for r in self._records if not (r.fate == "dropped" and r.id == message.id)]
+        for k, r in enumerate(self._records):
+            if r.fate == "dropped" and r.id == message.id:
+                del self._records[k]
+                break
 
     def record_compression(
         self,
@@ -275,31 +283,74 @@ class BuildReport:
 
 @dataclass
 class _FilteredOut:
-    """A filter's drops, recorded as its input and its output; the kept ids and the drops are worked out on first read."""
+    """A filter's drops, recorded as its input and its output; what it dropped is worked out on first read.
+
+    Messages are matched by id, as many times as each id is kept: two input
+    messages may share an id (two ``Message`` objects given one id, a
+    provider returning one text twice with a content-derived id), and when
+    only one of them is kept the other is still reported dropped. Among
+    messages sharing an id, the kept ones are those the output holds as the
+    very objects, then the oldest (a filter that returned modified copies).
+    """
 
     before: Sequence[Message]
     after: tuple[Message, ...]
     by: str
-    _kept: set[str] | None = None
+    recovered: list[Message] = field(default_factory=list)  # put back by a later step (record_recovered)
 
-    @property
-    def kept_ids(self) -> set[str]:
-        """The ids of the filter's output (made once; ``record_recovered`` adds to it)."""
-        if self._kept is None:
-            self._kept = {m.id for m in self.after}
-        return self._kept
+    def _kept(self) -> Counter[str]:
+        """How many output messages (and recovered ones) carry each id."""
+        kept = Counter(m.id for m in self.after)
+        kept.update(m.id for m in self.recovered)
+        return kept
 
     def count(self) -> int:
-        """How many messages were dropped, in O(kept) when the input knows its ids (a lazy sequence)."""
+        """How many messages were dropped, in O(kept) when the input knows its ids (a lazy sequence) and none repeats."""
+        kept = self._kept()
         has_id = getattr(self.before, "has_id", None)
-        if has_id is None:
-            has_id = {m.id for m in structure_of(self.before)}.__contains__
-        return len(self.before) - sum(1 for i in self.kept_ids if has_id(i))
+        if has_id is None or any(n > 1 for n in kept.values()):
+            return len(self._dropped_positions(kept))
+        return len(self.before) - sum(1 for i in kept if has_id(i))
 
     def dropped(self) -> tuple[list[Message], str]:
-        kept = self.kept_ids
+        return [self.before[k] for k in self._dropped_positions(self._kept())], self.by
+
+    def _dropped_positions(self, kept: Counter[str]) -> list[int]:
+        """The input positions of the dropped messages, in order (reads only messages that share a kept id)."""
         structure = structure_of(self.before)
-        return [self.before[k] for k, m in enumerate(structure) if m.id not in kept], self.by
+        shared: dict[str, list[int]] = {}  # kept id -> the input positions carrying it
+        out: list[int] = []
+        for k, m in enumerate(structure):
+            if m.id in kept:
+                shared.setdefault(m.id, []).append(k)
+            else:
+                out.append(k)
+        for i, positions in shared.items():
+            if len(positions) > kept[i]:  # one id on more input messages than the output keeps: some were dropped
+                out.extend(self._surplus(positions, kept[i]))
+        out.sort()
+        return out
+
+    def _surplus(self, positions: list[int], keep: int) -> list[int]:
+        """Which of ``positions`` (input messages sharing one id) were dropped when ``keep`` of them are kept."""
+        objects = {id(m) for m in self.after}
+        objects.update(id(m) for m in self.recovered)
+        same = {k for k in positions if id(self.before[k]) in objects}
+        if len(same) > keep:  # an output holding one object twice keeps it once per copy: the newest first
+            same = set(sorted(same)[len(same) - keep:])
+        rest = [k for k in positions if k not in same]
+        return rest[keep - len(same):]
+
+
+def _without_one(messages: list[Message], message: Message) -> list[Message]:
+    """``messages`` without ``message``: the very object if it is there, else the first with its id."""
+    for k, m in enumerate(messages):
+        if m is message:
+            return messages[:k] + messages[k + 1:]
+    for k, m in enumerate(messages):
+        if m.id == message.id:
+            return messages[:k] + messages[k + 1:]
+    return messages
 
 
 def _preview(m: Message, width: int = 60) -> str:
