@@ -216,6 +216,8 @@ class Message(BaseModel):
         Prefer :meth:`with_provenance` for anything but trusted internal updates:
         ``model_copy`` does not re-run the role/trust checks.
         """
+        if not deep and type(self) is Message:
+            return copied_message(self, update)
         copied = super().model_copy(update=update, deep=deep)
         if update and not _READ_FIELDS.isdisjoint(update):
             for derived in _DERIVED:
@@ -333,6 +335,46 @@ class Message(BaseModel):
             append(validated(item, id=message_id) if made is None else made)
             i += 1
         return i
+
+    @classmethod
+    def from_deferred(cls, message_id: str, role: str, content: str | None, name: str | None, tool_call_id: str | None,
+                      calls: tuple[tuple[str, str, str], ...], metadata: dict[str, Any] | None = None) -> Message:
+        """The message of a dict that :meth:`from_openai_run` deferred, built from the fields it read, without checks.
+
+        ``role``, ``content``, ``name``, ``tool_call_id`` and ``calls`` (the
+        ``(id, name, arguments)`` triples ``defer`` received) must be what a
+        dict that passed the run's plain check held: then the result is exactly
+        ``Message.from_openai(dict, id=message_id)`` — same fields, same
+        fields-set (a hypothesis property in tests/test_messages_fast.py) —
+        made in one step, without rebuilding the dict or checking it again (a
+        next turn reads one such message after a garbage collection, when every
+        extra step is a cache miss). ``metadata`` (and a ``content`` other than
+        the dict's) gives what ``model_copy(update={"content": ..., "metadata":
+        ...})`` of that message gives, in the same step: both fields are in
+        its fields-set already.
+
+        Raises:
+            KeyError: ``role`` is not one of the four chat roles (the only check).
+        """
+        defaults = _ROLE_DEFAULTS[role]
+        fields_set = set(defaults[2])
+        if name is not None:
+            fields_set.add("name")
+        if tool_call_id is not None:
+            fields_set.add("tool_call_id")
+        if calls:
+            fields_set.add("tool_calls")
+            tool_calls: tuple[ToolCall, ...] = tuple([_checked_tool_call(*call) for call in calls])
+        else:
+            tool_calls = ()
+        m = _new_object(cls)
+        _set(m, "__dict__", {"id": message_id, "role": role, "content": content, "name": name, "tool_call_id": tool_call_id,
+                             "tool_calls": tool_calls, "metadata": {} if metadata is None else metadata, "source": None,
+                             "trust": defaults[0], "zone": defaults[1], "priority": 0})
+        _set_fields_set(m, fields_set)
+        _set_extra(m, None)
+        _set_private(m, None)
+        return m
 
     @classmethod
     def from_anthropic(cls, data: Any, **provenance: Any) -> Message:
@@ -481,6 +523,16 @@ def _plain_calls(calls: list[Any]) -> tuple[tuple[str, str, str], ...] | None:
 _TOOL_CALL_FIELDS = frozenset({"id", "name", "arguments", "type"})
 
 
+def _checked_tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
+    """The :class:`ToolCall` of a call :func:`_plain_calls` accepted, built without validation."""
+    c = _new_object(ToolCall)
+    _set(c, "__dict__", {"id": call_id, "name": name, "arguments": arguments, "type": "function"})
+    _set_fields_set(c, set(_TOOL_CALL_FIELDS))
+    _set_extra(c, None)
+    _set_private(c, None)
+    return c
+
+
 def _plain_tool_call(call: Any) -> ToolCall | None:
     """A ``{"id", "type": "function", "function": {"name", "arguments"}}`` call built without validation, else ``None``.
 
@@ -508,6 +560,38 @@ def _plain_tool_call(call: Any) -> ToolCall | None:
 _DERIVED = ("text", "fingerprint")
 # Fields the model reads: changing one invalidates the derived values above.
 _READ_FIELDS = frozenset({"role", "content", "name", "tool_call_id", "tool_calls"})
+
+
+def copied_message(m: Message, update: Mapping[str, Any] | None) -> Message:
+    """``m.model_copy(update=update)`` made directly: the same copy, without pydantic's copy machinery.
+
+    Exactly what pydantic's ``model_copy`` does for a :class:`Message` (no
+    extra fields, no private attributes): a shallow copy of the field values
+    with ``update`` applied, no validation, the fields-set grown by the
+    updated keys, and the derived values (``text``, ``fingerprint``, cached
+    in the instance) kept only when the update touches none of the fields
+    they are made of. Made in one function instead of pydantic's
+    ``__copy__`` and three ``copy.copy`` calls: the builder's ``source``
+    stamp and the history's annotation copy each new message, after a
+    garbage collection, when every extra step is a cache miss (a hypothesis
+    property in tests/test_messages_fast.py holds it equal to pydantic's
+    copy). ``m`` must be a ``Message`` itself, not a subclass
+    (:meth:`Message.model_copy` checks that).
+    """
+    values = m.__dict__.copy()
+    fields_set = m.__pydantic_fields_set__.copy()
+    if update:
+        values.update(update)
+        fields_set.update(update.keys())
+        if not _READ_FIELDS.isdisjoint(update):
+            values.pop("text", None)
+            values.pop("fingerprint", None)
+    c = _new_object(Message)
+    _set(c, "__dict__", values)
+    _set_fields_set(c, fields_set)
+    _set_extra(c, None)
+    _set_private(c, None)
+    return c
 
 
 def _compact(exc: ValidationError) -> str:

@@ -472,8 +472,25 @@ class History:
         return self.annotate and ((m.role == "assistant" and bool(m.tool_calls)) or m.role == "tool")
 
     def _derive(self, stored: Message | _Stored) -> Message:
-        """The message as the history shows it: a stand-in's message made, annotated, markers neutralised."""
-        m = stored.message() if isinstance(stored, _Stored) else stored
+        """The message as the history shows it: a stand-in's message made, annotated, markers neutralised.
+
+        A stand-in's message is made in one step, with its neutralised content
+        and its annotation (:meth:`Message.from_deferred`): exactly the
+        ``model_copy`` of its plain message that a stored ``Message`` gets below.
+        """
+        if type(stored) is _Stored:
+            role, content = stored.role, stored.content
+            if self.neutralize and content is not None:
+                content = _clean_content(content, strip=role == "user")
+            metadata = None
+            if self.annotate:
+                if role == "tool":
+                    metadata = {"semantic_kind": TOOL_OBSERVATION}
+                elif stored.tool_calls and role == "assistant":
+                    metadata = {"semantic_kind": SELF_TOOL_PLAN}
+            return Message.from_deferred(stored.id, role, content, stored.name, stored.tool_call_id, stored.tool_calls,
+                                         metadata)
+        m = cast(Message, stored)
         update: dict[str, Any] = {}
         if self.neutralize and m.content is not None:  # every role: assistant text can quote a forged marker too
             content = _clean_content(m.content, strip=m.role == "user")
@@ -598,8 +615,7 @@ class _Stored:
     exactly ``Message.from_openai(dict, id=_stable_id(key, position, dict))``.
     """
 
-    __slots__ = ("key", "index", "role", "content", "name", "tool_call_id", "tool_calls", "trust", "zone",
-                 "_id", "_message")
+    __slots__ = ("key", "index", "role", "content", "name", "tool_call_id", "tool_calls", "trust", "zone", "_id")
 
     priority = 0
     source = None
@@ -615,7 +631,6 @@ class _Stored:
         self.tool_calls = calls
         self.trust, self.zone = defaults[0], defaults[1]
         self._id: str | None = None
-        self._message: Message | None = None
 
     @property
     def tool_call_ids(self) -> tuple[str, ...]:
@@ -627,35 +642,18 @@ class _Stored:
         """A plain dict's message has no metadata."""
         return {}
 
-    def _as_dict(self) -> dict[str, Any]:
-        """The stored dict as it was read (the keys a plain dict's message and id depend on)."""
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.name is not None:
-            out["name"] = self.name
-        if self.tool_call_id is not None:
-            out["tool_call_id"] = self.tool_call_id
-        if self.tool_calls:
-            out["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-                                 for i, n, a in self.tool_calls]
-        return out
-
     @property
     def id(self) -> str:
-        """:func:`_stable_id` of the dict (computed once)."""
+        """:func:`_stable_id` of the dict (computed once, from the fields read)."""
         made = self._id
         if made is None:
-            made = self._id = _chat_id(self.key, self.index, self._as_dict(), self.content)
+            made = self._id = _fields_id(self.key, self.index, self.role, self.content, self.name, self.tool_call_id,
+                                         self.tool_calls)
         return made
 
     def message(self) -> Message:
-        """The dict's :class:`Message` (made once): what :meth:`History._convert` makes of it."""
-        made = self._message
-        if made is None:
-            data = self._as_dict()  # once: the id and the message read the same dict
-            if self._id is None:
-                self._id = _chat_id(self.key, self.index, data, self.content)
-            made = self._message = Message.from_openai(data, id=self._id)
-        return made
+        """The dict's plain :class:`Message` (what :meth:`History._convert` makes of it, before annotation)."""
+        return Message.from_deferred(self.id, self.role, self.content, self.name, self.tool_call_id, self.tool_calls)
 
     def __repr__(self) -> str:
         return f"_Stored({self.key}[{self.index}], {self.role})"
@@ -770,6 +768,24 @@ def _stable_id(key: str, index: int, item: Mapping[str, Any]) -> str:
         reading = _edges(json.dumps(item, sort_keys=True, default=str))
         return f"{key}:{index}:{zlib.crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
     return _chat_id(key, index, item, item.get("content"))
+
+
+def _fields_id(key: str, index: int, role: str, content: str | None, name: str | None, call_id: str | None,
+               calls: tuple[tuple[str, str, str], ...]) -> str:
+    """:func:`_chat_id` of a plain dict from the fields a :class:`_Stored` read (no dict rebuilt).
+
+    The same reading as :func:`_chat_id` (a plain call's type is ``"function"``),
+    so the same id; tests/test_history_stand_ins.py holds the two equal.
+    """
+    if content is None:
+        text = "null"
+    elif len(content) > _SHORT:
+        text = f"{len(content)}\x1f{content[:ID_EDGE]}\x1f{content[-ID_EDGE:]}"
+    else:
+        text = content
+    keys = "\x1d".join([f"{i}\x1efunction\x1e{n}\x1e{a if len(a) <= _SHORT else _edges(a)}" for i, n, a in calls]) if calls else ""
+    reading = f"{role}\x00{text}\x00{name}\x00{call_id}\x00{keys}"
+    return f"{key}:{index}:{_crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
 
 
 def _chat_id(key: str, index: int, item: Mapping[str, Any], content: Any) -> str:
