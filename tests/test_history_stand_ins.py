@@ -12,6 +12,7 @@ tests/test_build_cost.py.
 from __future__ import annotations
 
 import copy
+import gc
 from typing import Any, cast
 
 import pytest
@@ -283,3 +284,24 @@ def test_a_reused_stand_in_at_another_position_keeps_its_id_findable() -> None:
     assert [m.model_dump() for m in out] == [m.model_dump() for m in fresh]
     assert len(out) == 8 and all(out.has_id(m.id) for m in fresh)  # type: ignore[attr-defined]
     assert type(structure_of(out)[3]).__name__ == "_Stored"  # the old stand-in of item 1, now at position 3
+
+
+def test_a_rebuild_keeps_the_contents_of_the_stand_ins_it_keeps_only() -> None:
+    """A stand-in's content lives in the provider's store (a dict of strings: not tracked by the cyclic
+    collector). A rebuild that keeps some stand-ins gives them a store with their contents only (the
+    dropped items' texts are not kept alive), and every snapshot, old or new, still reads its own texts."""
+    items: list[Any] = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"text {k}"} for k in range(12)]
+    provider = History(annotate=False)
+    first = provider.get_messages({"messages": items}, {})  # not read before the rebuild: no memoised message
+    old_texts = [f"text {k}" for k in range(12)]
+    assert not gc.is_tracked(provider._contents) and len(provider._contents) == 12
+    shorter = [*items[:4], {"role": "user", "content": "replaced"}, *items[5:8]]  # a new list: a rebuild
+    second = provider.get_messages({"messages": shorter}, {})
+    kept = [s for s in structure_of(second) if type(s).__name__ == "_Stored"]
+    assert len(kept) == 7 and sorted(provider._contents) == [s.index for s in kept]
+    assert [m.model_dump() for m in second] == [m.model_dump() for m in History(annotate=False).get_messages(
+        {"messages": shorter}, {})]
+    assert [m.text for m in first] == old_texts  # the earlier snapshot, first read after the rebuild
+    shorter.append({"role": "assistant", "content": "appended"})
+    third = provider.get_messages({"messages": shorter}, {})
+    assert [m.text for m in third][-2:] == ["text 7", "appended"] and [m.text for m in first] == old_texts

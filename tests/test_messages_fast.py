@@ -15,7 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from ctxcore.model.messages import _READ_FIELDS, Message, ToolCall, _plain_openai, _plain_tool_call, copied_message
+from ctxcore.model.messages import (
+    _READ_FIELDS,
+    _ROLE_DEFAULTS,
+    Message,
+    ToolCall,
+    _plain_calls,
+    _plain_openai,
+    _plain_shape,
+    _plain_tool_call,
+    copied_message,
+)
 
 texts = st.one_of(st.none(), st.text(max_size=20), st.sampled_from(["NaN", '{"a": NaN}', '{"x": 1}', ""]))
 names = st.one_of(st.none(), st.text(max_size=5), st.integers(0, 3))
@@ -157,7 +167,7 @@ def _deferred_run(item: dict[str, Any]) -> tuple[Any, ...] | None:
     """What ``from_openai_run`` hands ``defer`` for ``item``, or ``None`` when it converts it at once."""
     out: list[Any] = []
     try:
-        Message.from_openai_run([item], 0, out, _run_id, lambda i, it, defaults, calls: ("deferred", calls))
+        Message.from_openai_run([item], 0, out, _run_id, lambda i, role, content, name, call_id, calls, defaults: ("deferred", calls))
     except ValueError:
         return None
     return out[0] if out and type(out[0]) is tuple else None
@@ -244,3 +254,38 @@ def test_model_copy_of_a_subclass_or_a_deep_copy_takes_pydantics_path() -> None:
     plain = Message(role="user", content="a", metadata={"k": [1]})
     deep = plain.model_copy(update={"source": "x"}, deep=True)
     assert deep.metadata == plain.metadata and deep.metadata is not plain.metadata and deep.source == "x"
+
+
+@settings(max_examples=400, deadline=None)
+@given(run_items, st.integers(0, 2))
+def test_a_run_defers_exactly_the_plain_dicts(items: list[Any], start: int) -> None:
+    """With ``defer``, the run's inline check defers exactly the dicts ``_plain_shape`` and ``_plain_calls``
+    accept, handing over the fields as the dict holds them; every other dict of the run is converted as
+    without ``defer``, and the run stops where it stops without it."""
+    start = min(start, len(items))
+    deferred: list[Any] = []
+    eager: list[Any] = []
+    try:
+        expected_stop = Message.from_openai_run(items, start, eager, _run_id)
+    except ValueError:
+        expected_stop = None
+    out: list[Any] = []
+    try:
+        stop = Message.from_openai_run(items, start, out, _run_id,
+                                       lambda *fields: deferred.append(fields) or ("deferred", fields[0]))
+    except ValueError:
+        assert expected_stop is None
+        return
+    assert stop == expected_stop and len(out) == len(eager) == stop - start
+    for k, (made, converted) in enumerate(zip(out, eager, strict=True), start):
+        item = items[k]
+        calls = item.get("tool_calls")
+        plain = _plain_shape(item) is not None and (calls is None or _plain_calls(calls) is not None)
+        if not plain:
+            assert made == converted
+            continue
+        assert made == ("deferred", k)
+        fields = next(f for f in deferred if f[0] == k)
+        assert fields == (k, item["role"], item["content"], item.get("name"), item.get("tool_call_id"),
+                          () if calls is None else _plain_calls(calls), _ROLE_DEFAULTS[item["role"]])
+        assert Message.from_deferred("x", *fields[1:6]) == converted.model_copy(update={"id": "x"})

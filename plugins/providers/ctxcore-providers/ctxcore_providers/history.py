@@ -64,7 +64,7 @@ import zlib
 from collections.abc import Container, Mapping, Sequence
 from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, is_not, itemgetter
+from operator import attrgetter, is_not
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
@@ -185,6 +185,7 @@ class History:
         self._seen: list[Any] = []
         self._guard: list[tuple[int, Any]] = []
         self._raw: list[Message | _Stored] = []  # a plain dict is stored as a stand-in (see _Stored)
+        self._contents: dict[int, str] = {}  # the stand-ins' contents by item index (see _Stored)
         self._ends: list[int] | None = None  # see _extend: None while each item made one message
         self._open: int | None = None  # first item of a run of Responses calls at the end (it may grow)
         # The semantics note followed by the messages of self._raw (append-only too), while the note is shown.
@@ -350,7 +351,7 @@ class History:
         key, raw = self.state_key, self._raw
         first = len(raw)
         try:
-            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), partial(_Stored, key))
+            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), partial(_Stored, key, self._contents))
         except (ValueError, KeyError, TypeError) as exc:
             index = start + len(raw) - first
             del raw[first:]
@@ -430,9 +431,29 @@ class History:
             self._open = None
         else:
             self._extend(items, 0, old if old[0] else None)
+        if old[0]:  # stand-ins may have been reused
+            self._rehome()
         if len(self._memo) > 2 * len(self._raw) + 64:  # forget derived forms of messages no longer stored
             alive = set(map(id, self._raw))
             self._memo = {k: v for k, v in self._memo.items() if k in alive}
+
+    def _rehome(self) -> None:
+        """Give the stand-ins a rebuild kept a new contents store holding theirs only.
+
+        A rebuild reuses the stand-ins of unchanged items (at their own item
+        index: a stand-in's key in the store stays unique) and makes none, so
+        the old store would keep the contents of the items that went. Earlier
+        snapshots' stand-ins that were not kept keep the old store (they read
+        what they held).
+        """
+        contents: dict[int, str] = {}
+        for m in self._raw:
+            if type(m) is _Stored:
+                content = m.content
+                if content is not None:
+                    contents[m.index] = content
+                m.store = contents
+        self._contents = contents
 
     def _convert(self, index: int, item: Any) -> Message | list[Message]:
         """The message(s) of one stored item: a Message as it is, a dict by its format (see :func:`_format`)."""
@@ -547,7 +568,6 @@ def _clean_content(content: Any, strip: bool) -> Any:
 
 
 _ID = attrgetter("id")
-_FIRST = itemgetter(0)
 
 
 def _index_ids(ids: dict[str, int], raw: Sequence[Message | _Stored], first: int) -> None:
@@ -604,7 +624,7 @@ class _Stored:
     Made by :meth:`History._extend_plain` for a dict that passed the plain
     check (:meth:`Message.from_openai_run`'s ``defer``), so building the message
     later cannot fail. It holds what the message is made of (role, content,
-    name, tool_call_id, and ``(id, name, arguments)`` of each tool call, read
+    name, tool_call_id, and ``(id, name, arguments)`` of each tool call (one flat tuple), read
     when the dict was stored: a later in-place edit of the dict does not reach
     it) and gives the engine's whole-history walks what they read from a lazy
     sequence's ``structure`` (see :mod:`ctxcore.engine.lazy`): ``role``,
@@ -613,29 +633,45 @@ class _Stored:
     first use, then kept). Nothing outside this module sees one: the history's
     first layer (:meth:`History._derive`) turns it into its message, which is
     exactly ``Message.from_openai(dict, id=_stable_id(key, position, dict))``.
+
+    The content (a string, read by no walk) is not a slot: it is kept in the
+    provider's store, a plain ``{item index: text}`` dict (``store``), which
+    the cyclic garbage collector does not track (a dict of strings never is).
+    A slot would make the collector's pass over 20,000 new stand-ins of a cold
+    build (one pass, once the conversion is done) read 20,000 texts' headers
+    scattered over the history's memory: measured, that pass cost two to three
+    times as much with the texts in the slots.
     """
 
-    __slots__ = ("key", "index", "role", "content", "name", "tool_call_id", "tool_calls", "trust", "zone", "_id")
+    __slots__ = ("key", "index", "role", "store", "name", "tool_call_id", "tool_calls", "trust", "zone", "_id")
 
     priority = 0
     source = None
 
-    def __init__(self, key: str, index: int, item: dict[str, Any], defaults: tuple[str, str, frozenset[str]],
-                 calls: tuple[tuple[str, str, str], ...]) -> None:
+    def __init__(self, key: str, store: dict[int, str], index: int, role: str, content: str | None, name: str | None,
+                 tool_call_id: str | None, calls: tuple[str, ...],
+                 defaults: tuple[str, str, frozenset[str], str]) -> None:
         self.key = key
         self.index = index
-        self.role = item["role"]
-        self.content = item["content"]
-        self.name = item.get("name")
-        self.tool_call_id = item.get("tool_call_id")
+        self.role = role
+        if content is not None:
+            store[index] = content
+        self.store = store
+        self.name = name
+        self.tool_call_id = tool_call_id
         self.tool_calls = calls
         self.trust, self.zone = defaults[0], defaults[1]
         self._id: str | None = None
 
     @property
+    def content(self) -> str | None:
+        """The dict's content as it was stored."""
+        return self.store.get(self.index)
+
+    @property
     def tool_call_ids(self) -> tuple[str, ...]:
         """The ids of the calls the dict requests."""
-        return tuple(map(_FIRST, self.tool_calls))
+        return self.tool_calls[0::3]  # flat (id, name, arguments, ...): a C-level slice
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -771,7 +807,7 @@ def _stable_id(key: str, index: int, item: Mapping[str, Any]) -> str:
 
 
 def _fields_id(key: str, index: int, role: str, content: str | None, name: str | None, call_id: str | None,
-               calls: tuple[tuple[str, str, str], ...]) -> str:
+               calls: tuple[str, ...]) -> str:
     """:func:`_chat_id` of a plain dict from the fields a :class:`_Stored` read (no dict rebuilt).
 
     The same reading as :func:`_chat_id` (a plain call's type is ``"function"``),
@@ -783,7 +819,11 @@ def _fields_id(key: str, index: int, role: str, content: str | None, name: str |
         text = f"{len(content)}\x1f{content[:ID_EDGE]}\x1f{content[-ID_EDGE:]}"
     else:
         text = content
-    keys = "\x1d".join([f"{i}\x1efunction\x1e{n}\x1e{a if len(a) <= _SHORT else _edges(a)}" for i, n, a in calls]) if calls else ""
+    if calls:
+        at = iter(calls)
+        keys = "\x1d".join([f"{i}\x1efunction\x1e{n}\x1e{a if len(a) <= _SHORT else _edges(a)}" for i, n, a in zip(at, at, at, strict=True)])
+    else:
+        keys = ""
     reading = f"{role}\x00{text}\x00{name}\x00{call_id}\x00{keys}"
     return f"{key}:{index}:{_crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
 
