@@ -298,7 +298,7 @@ def test_a_rebuild_keeps_the_contents_of_the_stand_ins_it_keeps_only() -> None:
     shorter = [*items[:4], {"role": "user", "content": "replaced"}, *items[5:8]]  # a new list: a rebuild
     second = provider.get_messages({"messages": shorter}, {})
     kept = [s for s in structure_of(second) if type(s).__name__ == "_Stored"]
-    assert len(kept) == 7 and sorted(provider._contents) == [s.index for s in kept]
+    assert len(kept) == 7 and sorted(k for k in provider._contents if k >= 0) == [s.index for s in kept]
     assert [m.model_dump() for m in second] == [m.model_dump() for m in History(annotate=False).get_messages(
         {"messages": shorter}, {})]
     assert [m.text for m in first] == old_texts  # the earlier snapshot, first read after the rebuild

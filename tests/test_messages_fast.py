@@ -167,7 +167,7 @@ def _deferred_run(item: dict[str, Any]) -> tuple[Any, ...] | None:
     """What ``from_openai_run`` hands ``defer`` for ``item``, or ``None`` when it converts it at once."""
     out: list[Any] = []
     try:
-        Message.from_openai_run([item], 0, out, _run_id, lambda i, role, content, name, call_id, calls, defaults: ("deferred", calls))
+        Message.from_openai_run([item], 0, out, _run_id, lambda fields: ("deferred", fields[6]))
     except ValueError:
         return None
     return out[0] if out and type(out[0]) is tuple else None
@@ -271,8 +271,9 @@ def test_a_run_defers_exactly_the_plain_dicts(items: list[Any], start: int) -> N
         expected_stop = None
     out: list[Any] = []
     try:
+        contents: dict[int, str] = {}
         stop = Message.from_openai_run(items, start, out, _run_id,
-                                       lambda *fields: deferred.append(fields) or ("deferred", fields[0]))
+                                       lambda fields: deferred.append(fields) or ("deferred", fields[2]), contents, "tag")
     except ValueError:
         assert expected_stop is None
         return
@@ -285,7 +286,11 @@ def test_a_run_defers_exactly_the_plain_dicts(items: list[Any], start: int) -> N
             assert made == converted
             continue
         assert made == ("deferred", k)
-        fields = next(f for f in deferred if f[0] == k)
-        assert fields == (k, item["role"], item["content"], item.get("name"), item.get("tool_call_id"),
-                          () if calls is None else _plain_calls(calls), _ROLE_DEFAULTS[item["role"]])
-        assert Message.from_deferred("x", *fields[1:6]) == converted.model_copy(update={"id": "x"})
+        fields = next(f for f in deferred if f[2] == k)
+        defaults = _ROLE_DEFAULTS[item["role"]]
+        assert fields == ("tag", contents, k, item["role"], item.get("name"), item.get("tool_call_id"),
+                          () if calls is None else _plain_calls(calls), defaults[0], defaults[1])
+        assert contents.get(k) == item["content"] and (k in contents) == (item["content"] is not None)
+        tag, _, _, role, name, call_id, calls_read = fields[:7]
+        assert Message.from_deferred("x", role, contents.get(k), name, call_id, calls_read) == converted.model_copy(
+            update={"id": "x"})

@@ -290,8 +290,8 @@ class Message(BaseModel):
     @classmethod
     def from_openai_run(cls, items: Sequence[Any], start: int, out: list[Any],
                         make_id: Callable[[int, dict[str, Any], Any], str],
-                        defer: Callable[[int, str, str | None, str | None, str | None, tuple[str, ...],
-                                         tuple[str, str, frozenset[str], str]], Any] | None = None) -> int:
+                        defer: Callable[[tuple[Any, ...]], Any] | None = None,
+                        contents: dict[int, str] | None = None, tag: Any = None) -> int:
         """Convert the run of chat dicts from ``items[start]`` on, appending to ``out``; returns where the run stopped.
 
         The run is the dicts without a ``type`` key whose ``content`` is a string
@@ -303,14 +303,18 @@ class Message(BaseModel):
 
         With ``defer``, a dict that passes the plain check (:func:`_plain_shape`)
         and whose tool calls (if any) are plain too (:func:`_plain_calls`) is not
-        converted: ``defer(i, role, content, name, tool_call_id, calls,
-        role_defaults)`` is appended instead (each field read once; ``calls``:
-        ``(id, name, arguments)`` of each call, flat; ``role`` the interned
-        role name of :data:`_ROLE_DEFAULTS`, not the dict's own string), so a caller can build the
-        message later, when it is read, from fields that are known to convert
-        (:meth:`from_deferred`). Every other dict is converted (and checked) here.
-        The check is :func:`_plain_shape`'s, made inline (:func:`_defer_run`):
-        one C-level key-set test and one read per field, no call per dict.
+        converted: ``defer((tag, contents, i, role, name, tool_call_id,
+        calls, trust, zone))`` is appended instead and its content (unless
+        null) put in ``contents[i]`` (each field read once; ``calls``: ``(id,
+        name, arguments)`` of each call, flat; ``role`` the interned role name
+        of :data:`_ROLE_DEFAULTS`, not the dict's own string; ``trust`` and
+        ``zone`` its role's defaults), so a caller can build the message later,
+        when it is read, from fields that are known to convert
+        (:meth:`from_deferred`). ``defer`` is meant to be a ``tuple`` subclass
+        (the history provider's stand-in), so making one runs no Python code.
+        Every other dict is converted (and checked) here. The check is
+        :func:`_plain_shape`'s, made inline (:func:`_defer_run`): one C-level
+        key-set test and one read per field, no Python call per dict.
 
         Raises:
             ValueError: as :meth:`from_openai`; the items before the failing one
@@ -321,7 +325,7 @@ class Message(BaseModel):
         i, n = start, len(items)
         while i < n:
             if defer is not None:
-                i = _defer_run(items, i, append, defer)
+                i = _defer_run(items, i, append, defer, {} if contents is None else contents, tag)
                 if i == n:
                     break
             item = items[i]
@@ -464,8 +468,8 @@ _ABSENT: Any = object()
 _KNOWN_KEYS_HOLD = _KNOWN_OPENAI_KEYS.issuperset
 
 
-def _defer_run(items: Sequence[Any], i: int, append: Callable[[Any], Any],
-               defer: Callable[..., Any]) -> int:
+def _defer_run(items: Sequence[Any], i: int, append: Callable[[Any], Any], defer: Callable[[tuple[Any, ...]], Any],
+               contents: dict[int, str], tag: Any) -> int:
     """:meth:`Message.from_openai_run`'s deferred part: ``defer(...)`` each plain dict from ``items[i]`` on.
 
     Returns the index of the first item that is not a plain chat dict with
@@ -491,7 +495,9 @@ def _defer_run(items: Sequence[Any], i: int, append: Callable[[Any], Any],
             return i
         role = defaults[3]  # the interned name: a stand-in keeps no pointer into the dict's own strings
         if len(item) == 2 and role != "tool":  # role and content: the usual request or answer
-            append(defer(i, role, content, None, None, (), defaults))
+            if content is not None:
+                contents[i] = content
+            append(defer((tag, contents, i, role, None, None, (), defaults[0], defaults[1])))
             i += 1
             continue
         if content is absent:
@@ -511,7 +517,9 @@ def _defer_run(items: Sequence[Any], i: int, append: Callable[[Any], Any],
             calls = plain_calls(raw)
             if calls is None:
                 return i
-        append(defer(i, role, content, name, call_id, calls, defaults))
+        if content is not None:
+            contents[i] = content
+        append(defer((tag, contents, i, role, name, call_id, calls, defaults[0], defaults[1])))
         i += 1
     return i
 

@@ -61,6 +61,7 @@ import copy
 import gc
 import json
 import zlib
+from collections import _tuplegetter  # type: ignore[attr-defined]  # namedtuple's C-level field getter
 from collections.abc import Container, Mapping, Sequence
 from functools import partial
 from itertools import compress, repeat
@@ -351,7 +352,7 @@ class History:
         key, raw = self.state_key, self._raw
         first = len(raw)
         try:
-            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), partial(_Stored, key, self._contents))
+            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), _Stored, self._contents, key)
         except (ValueError, KeyError, TypeError) as exc:
             index = start + len(raw) - first
             del raw[first:]
@@ -442,9 +443,11 @@ class History:
 
         A rebuild reuses the stand-ins of unchanged items (at their own item
         index: a stand-in's key in the store stays unique) and makes none, so
-        the old store would keep the contents of the items that went. Earlier
-        snapshots' stand-ins that were not kept keep the old store (they read
-        what they held).
+        the old store would keep the contents of the items that went. Each kept
+        one (the same object: the layers' memos are keyed by it) gets the new
+        store as its own ``_store`` attribute, which overrides its ``store``
+        field; the stand-ins only earlier snapshots hold keep the old store,
+        unchanged.
         """
         contents: dict[int, str] = {}
         for m in self._raw:
@@ -452,7 +455,7 @@ class History:
                 content = m.content
                 if content is not None:
                     contents[m.index] = content
-                m.store = contents
+                m._store = contents  # its own, over the field: other snapshots' stand-ins keep the old store
         self._contents = contents
 
     def _convert(self, index: int, item: Any) -> Message | list[Message]:
@@ -618,7 +621,7 @@ class _IdsBefore:
         return type(m) is _Stored and m.index == index and m.id == key
 
 
-class _Stored:
+class _Stored(tuple):  # type: ignore[type-arg]
     """A plain stored chat dict, read once: its structural fields now, its :class:`Message` when it is read.
 
     Made by :meth:`History._extend_plain` for a dict that passed the plain
@@ -634,39 +637,45 @@ class _Stored:
     first layer (:meth:`History._derive`) turns it into its message, which is
     exactly ``Message.from_openai(dict, id=_stable_id(key, position, dict))``.
 
-    The content (a string, read by no walk) is not a slot: it is kept in the
-    provider's store, a plain ``{item index: text}`` dict (``store``), which
-    the cyclic garbage collector does not track (a dict of strings never is).
-    A slot would make the collector's pass over 20,000 new stand-ins of a cold
-    build (one pass, once the conversion is done) read 20,000 texts' headers
-    scattered over the history's memory: measured, that pass cost two to three
-    times as much with the texts in the slots.
+    A ``tuple`` subclass with C-level field getters (as a namedtuple's), made
+    by :meth:`Message.from_openai_run` from one tuple of the fields: no Python
+    code runs per stored dict (a class with a Python ``__init__`` setting ten
+    slots cost about twice as much per dict, half of the provider's time in
+    a cold 20,000-dict build). The content (a string, read by no walk) is not
+    one of its fields: it is kept in the provider's store, a plain ``{item
+    index: text}`` dict (``store``; the id, once computed, is kept there too),
+    which the cyclic garbage collector does not track (a dict of strings never
+    is). As a field it would make the collector's pass over 20,000 new
+    stand-ins (one pass, once the conversion is done) read 20,000 texts'
+    headers scattered over the history's memory: measured, that pass cost two
+    to three times as much with the texts in the stand-ins.
     """
 
-    __slots__ = ("key", "index", "role", "store", "name", "tool_call_id", "tool_calls", "trust", "zone", "_id")
+    # No __slots__: an instance's __dict__ (made only by _rehome) holds the store a rebuild gave it.
+    _store: dict[int, str]
+
+    key = _tuplegetter(0, "The history's state key (the id's prefix).")
+    store = _tuplegetter(1, "The provider's {item index: content} store when it was made (the id is cached there too, "
+                            "at -1 - index; a rebuild may give it another, see History._rehome).")
+    index = _tuplegetter(2, "The item's index in the stored list when it was stored.")
+    role = _tuplegetter(3, "The role (the interned name).")
+    name = _tuplegetter(4, "The dict's name, or None.")
+    tool_call_id = _tuplegetter(5, "The call a tool result answers, or None.")
+    tool_calls = _tuplegetter(6, "(id, name, arguments) of each call, flat; empty without calls.")
+    trust = _tuplegetter(7, "The role's default trust.")
+    zone = _tuplegetter(8, "The role's default zone.")
 
     priority = 0
     source = None
-
-    def __init__(self, key: str, store: dict[int, str], index: int, role: str, content: str | None, name: str | None,
-                 tool_call_id: str | None, calls: tuple[str, ...],
-                 defaults: tuple[str, str, frozenset[str], str]) -> None:
-        self.key = key
-        self.index = index
-        self.role = role
-        if content is not None:
-            store[index] = content
-        self.store = store
-        self.name = name
-        self.tool_call_id = tool_call_id
-        self.tool_calls = calls
-        self.trust, self.zone = defaults[0], defaults[1]
-        self._id: str | None = None
+    # A stand-in is one stored item: equal only to itself (a tuple compares by value, and its store is big).
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
 
     @property
     def content(self) -> str | None:
         """The dict's content as it was stored."""
-        return self.store.get(self.index)
+        return getattr(self, "_store", self[1]).get(self[2])
 
     @property
     def tool_call_ids(self) -> tuple[str, ...]:
@@ -680,11 +689,11 @@ class _Stored:
 
     @property
     def id(self) -> str:
-        """:func:`_stable_id` of the dict (computed once, from the fields read)."""
-        made = self._id
+        """:func:`_stable_id` of the dict (computed once, from the fields read, and kept in the store)."""
+        store, index = getattr(self, "_store", self[1]), self[2]
+        made: str | None = store.get(-1 - index)
         if made is None:
-            made = self._id = _fields_id(self.key, self.index, self.role, self.content, self.name, self.tool_call_id,
-                                         self.tool_calls)
+            made = store[-1 - index] = _fields_id(self[0], index, self[3], store.get(index), self[4], self[5], self[6])
         return made
 
     def message(self) -> Message:
@@ -692,7 +701,7 @@ class _Stored:
         return Message.from_deferred(self.id, self.role, self.content, self.name, self.tool_call_id, self.tool_calls)
 
     def __repr__(self) -> str:
-        return f"_Stored({self.key}[{self.index}], {self.role})"
+        return f"_Stored({self[0]}[{self[2]}], {self[3]})"
 
 
 def _unchanged(item: Any, old: Any, copied: Any) -> bool:
