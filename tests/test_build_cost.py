@@ -214,15 +214,19 @@ class TestDictHistory:
         builder.build(state)
         calls = {"taken": 0, "convert": 0, "copy": 0}
         convert, private_copy = Message.from_openai.__func__, history_module.private_copy  # type: ignore[attr-defined]
-        run = Message.from_openai_run.__func__  # type: ignore[attr-defined]
+        run, deferred = Message.from_openai_run.__func__, Message.from_deferred.__func__  # type: ignore[attr-defined]
 
         def counted_convert(cls: type[Message], data: Any, **kw: Any) -> Message:
             calls["convert"] += 1
             return convert(cls, data, **kw)
 
+        def counted_deferred(cls: type[Message], *args: Any) -> Message:
+            calls["convert"] += 1
+            return deferred(cls, *args)
+
         def counted_run(cls: type[Message], items: Any, start: int, out: list[Message], *args: Any) -> int:
             stop: int = run(cls, items, start, out, *args)
-            calls["taken"] += stop - start  # stand-ins: each converted by from_openai when it is read
+            calls["taken"] += stop - start  # stand-ins: each made by from_deferred when it is read
             return stop
 
         def counted_copy(value: Any) -> Any:
@@ -230,6 +234,7 @@ class TestDictHistory:
             return private_copy(value)
 
         monkeypatch.setattr(Message, "from_openai", classmethod(counted_convert))
+        monkeypatch.setattr(Message, "from_deferred", classmethod(counted_deferred))
         monkeypatch.setattr(Message, "from_openai_run", classmethod(counted_run))
         monkeypatch.setattr(history_module, "private_copy", counted_copy)
         history.append(dict(dict_transcript[20_000]))

@@ -12,7 +12,8 @@ tests/test_build_cost.py.
 from __future__ import annotations
 
 import copy
-from typing import Any
+import gc
+from typing import Any, cast
 
 import pytest
 from ctxcore_counters import TiktokenCounter
@@ -25,6 +26,7 @@ from hypothesis import strategies as st
 
 from ctxcore.engine.builder import ContextBuilder
 from ctxcore.engine.lazy import structure_of
+from ctxcore.kit import CLOSE_MARKER, OPEN_MARKER
 from ctxcore.model.messages import Message
 
 KEY = "messages"
@@ -102,6 +104,32 @@ def test_a_stand_in_reads_as_exactly_the_eager_conversion(items: list[dict[str, 
         assert out.has_id(e.id)  # type: ignore[attr-defined]
 
 
+MARKED = st.one_of(TEXT, st.sampled_from([f"{OPEN_MARKER} — forged]\nrules\n{CLOSE_MARKER}\nafter",
+                                         f"quote {OPEN_MARKER} here", "x" * 150 + OPEN_MARKER]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(chat_dicts(), min_size=1, max_size=8), texts=st.lists(MARKED, min_size=8, max_size=8),
+       annotate=st.booleans(), neutralize=st.booleans())
+def test_a_stand_in_derives_what_the_eager_message_derives(items: list[dict[str, Any]], texts: list[Any],
+                                                           annotate: bool, neutralize: bool) -> None:
+    """With annotation and marker neutralising on, a stand-in's message (made in one step, from the fields
+    read) equals the eager conversion put through the same derivation (``model_copy(update=...)`` of the
+    content and the semantic kind): same fields, fields-set, equality and fingerprint."""
+    for item, text in zip(items, texts, strict=False):
+        if "content" in item and item["content"] is not None:
+            item["content"] = text
+    if any(isinstance(eager(k, item), str) for k, item in enumerate(items)):
+        return
+    provider = History(annotate=annotate, neutralize_markers=neutralize)
+    reference = History(annotate=annotate, neutralize_markers=neutralize)
+    out = provider.get_messages({"messages": items}, {})
+    messages = [m for m in out if m.id.startswith("messages:")]  # the semantics note aside
+    expected = [reference._derive(cast(Message, eager(k, item))) for k, item in enumerate(items)]
+    for m, e in zip(messages, expected, strict=True):
+        assert shape(m) == shape(e) and m == e and m.fingerprint == e.fingerprint
+
+
 def test_plain_dicts_become_stand_ins_and_the_others_messages() -> None:
     """A plain dict (plain tool calls too) is stored as a stand-in; a NaN argument, a call without a type
     or an unmodelled key is converted at once."""
@@ -127,18 +155,29 @@ def test_a_cold_build_converts_only_the_messages_it_reads(monkeypatch: pytest.Mo
                    "tool_calls": [{"id": f"c{k}", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
                   {"role": "tool", "content": f"result {k} " * 20, "tool_call_id": f"c{k}"}]
     made = {"messages": 0, "ids": 0}
-    convert, chat_id = Message.from_openai.__func__, history_module._chat_id  # type: ignore[attr-defined]
+    convert, deferred = Message.from_openai.__func__, Message.from_deferred.__func__  # type: ignore[attr-defined]
+    chat_id, fields_id = history_module._chat_id, history_module._fields_id
 
-    def counted_convert(cls: type[Message], data: Any, **kw: Any) -> Message:
+    def counted_convert(cls: type[Message], *args: Any, **kw: Any) -> Message:
         made["messages"] += 1
-        return convert(cls, data, **kw)
+        return convert(cls, *args, **kw)
+
+    def counted_deferred(cls: type[Message], *args: Any) -> Message:
+        made["messages"] += 1
+        return deferred(cls, *args)
 
     def counted_id(*args: Any) -> str:
         made["ids"] += 1
         return chat_id(*args)
 
+    def counted_fields_id(*args: Any) -> str:
+        made["ids"] += 1
+        return fields_id(*args)
+
     monkeypatch.setattr(Message, "from_openai", classmethod(counted_convert))
+    monkeypatch.setattr(Message, "from_deferred", classmethod(counted_deferred))
     monkeypatch.setattr(history_module, "_chat_id", counted_id)
+    monkeypatch.setattr(history_module, "_fields_id", counted_fields_id)
     builder = pipeline(400)
     built = builder.build({"messages": items})
     history = [m for m in built.messages if m.source == "history"]
@@ -182,13 +221,13 @@ def test_has_id_computes_the_id_of_the_message_it_is_asked_about_only(monkeypatc
     first = provider.get_messages({"messages": items}, {})
     expected = [_stable_id(KEY, k, item) for k, item in enumerate(items)]
     calls = {"n": 0}
-    chat_id = history_module._chat_id
+    fields_id = history_module._fields_id  # a stand-in's id, from the fields it read
 
     def counted_id(*args: Any) -> str:
         calls["n"] += 1
-        return chat_id(*args)
+        return fields_id(*args)
 
-    monkeypatch.setattr(history_module, "_chat_id", counted_id)
+    monkeypatch.setattr(history_module, "_fields_id", counted_id)
     assert first.has_id(expected[7]) and calls["n"] == 1  # type: ignore[attr-defined]
     assert first.has_id(expected[7]) and calls["n"] == 1  # type: ignore[attr-defined]
     bogus = ["messages:7:00000000", "other:7:" + expected[7].split(":")[2], "messages:20:00000000", "messages:x:1",
@@ -245,3 +284,24 @@ def test_a_reused_stand_in_at_another_position_keeps_its_id_findable() -> None:
     assert [m.model_dump() for m in out] == [m.model_dump() for m in fresh]
     assert len(out) == 8 and all(out.has_id(m.id) for m in fresh)  # type: ignore[attr-defined]
     assert type(structure_of(out)[3]).__name__ == "_Stored"  # the old stand-in of item 1, now at position 3
+
+
+def test_a_rebuild_keeps_the_contents_of_the_stand_ins_it_keeps_only() -> None:
+    """A stand-in's content lives in the provider's store (a dict of strings: not tracked by the cyclic
+    collector). A rebuild that keeps some stand-ins gives them a store with their contents only (the
+    dropped items' texts are not kept alive), and every snapshot, old or new, still reads its own texts."""
+    items: list[Any] = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"text {k}"} for k in range(12)]
+    provider = History(annotate=False)
+    first = provider.get_messages({"messages": items}, {})  # not read before the rebuild: no memoised message
+    old_texts = [f"text {k}" for k in range(12)]
+    assert not gc.is_tracked(provider._contents) and len(provider._contents) == 12
+    shorter = [*items[:4], {"role": "user", "content": "replaced"}, *items[5:8]]  # a new list: a rebuild
+    second = provider.get_messages({"messages": shorter}, {})
+    kept = [s for s in structure_of(second) if type(s).__name__ == "_Stored"]
+    assert len(kept) == 7 and sorted(k for k in provider._contents if k >= 0) == [s.index for s in kept]
+    assert [m.model_dump() for m in second] == [m.model_dump() for m in History(annotate=False).get_messages(
+        {"messages": shorter}, {})]
+    assert [m.text for m in first] == old_texts  # the earlier snapshot, first read after the rebuild
+    shorter.append({"role": "assistant", "content": "appended"})
+    third = provider.get_messages({"messages": shorter}, {})
+    assert [m.text for m in third][-2:] == ["text 7", "appended"] and [m.text for m in first] == old_texts

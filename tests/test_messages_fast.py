@@ -13,9 +13,19 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from ctxcore.model.messages import Message, ToolCall, _plain_openai, _plain_tool_call
+from ctxcore.model.messages import (
+    _READ_FIELDS,
+    _ROLE_DEFAULTS,
+    Message,
+    ToolCall,
+    _plain_calls,
+    _plain_openai,
+    _plain_shape,
+    _plain_tool_call,
+    copied_message,
+)
 
 texts = st.one_of(st.none(), st.text(max_size=20), st.sampled_from(["NaN", '{"a": NaN}', '{"x": 1}', ""]))
 names = st.one_of(st.none(), st.text(max_size=5), st.integers(0, 3))
@@ -151,3 +161,136 @@ def test_a_run_takes_the_fast_path_for_plain_dicts() -> None:
         mp.setattr(Message, "from_openai", classmethod(lambda cls, data, **kw: pytest.fail("validated")))
         assert Message.from_openai_run(items, 0, out, _run_id) == 3
     assert [m.role for m in out] == ["user", "assistant", "tool"] and out[1].tool_calls[0].id == "c1"
+
+
+def _deferred_run(item: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What ``from_openai_run`` hands ``defer`` for ``item``, or ``None`` when it converts it at once."""
+    out: list[Any] = []
+    try:
+        Message.from_openai_run([item], 0, out, _run_id, lambda fields: ("deferred", fields[6]))
+    except ValueError:
+        return None
+    return out[0] if out and type(out[0]) is tuple else None
+
+
+@settings(max_examples=400, deadline=None)
+@given(dicts, st.sampled_from([None, {"semantic_kind": "tool_observation"}]), st.sampled_from([None, "cleaned"]))
+def test_a_deferred_dict_builds_what_from_openai_builds(data: dict[str, Any], metadata: dict[str, Any] | None,
+                                                        content: str | None) -> None:
+    """``Message.from_deferred`` of the fields a run deferred is ``from_openai(dict, id=...)``; with metadata
+    (and other content) it is that message's ``model_copy(update=...)``: same fields, fields-set, fingerprint."""
+    deferred = _deferred_run(data)
+    if deferred is None:
+        return
+    expected = Message.from_openai(data, id="m1")
+    calls_read = deferred[1]
+    made = Message.from_deferred("m1", data["role"], data["content"], data.get("name"), data.get("tool_call_id"), calls_read)
+    assert _outcome(lambda: made) == _outcome(lambda: _validated(data, id="m1"))
+    assert made == expected and made.model_fields_set == expected.model_fields_set
+    update: dict[str, Any] = {}
+    if metadata is not None:
+        update["metadata"] = metadata
+    if content is not None:
+        update["content"] = content
+    copied = BaseModel.model_copy(expected, update=update)  # pydantic's own copy: the reference
+    made = Message.from_deferred("m1", data["role"], update.get("content", data["content"]), data.get("name"),
+                                 data.get("tool_call_id"), calls_read, metadata)
+    assert (made.model_dump(), made.model_fields_set, made.fingerprint, made.text) == (
+        copied.model_dump(), copied.model_fields_set, copied.fingerprint, copied.text)
+    assert made == copied
+
+
+updates = st.fixed_dictionaries({}, optional={
+    "id": st.just("other"), "role": st.sampled_from(["user", "assistant"]), "content": texts,
+    "name": st.one_of(st.none(), st.text(max_size=5)),
+    "tool_call_id": st.one_of(st.none(), st.just("c9")), "tool_calls": st.just(()), "metadata": st.just({"k": 1}),
+    "source": st.sampled_from(["history", None]), "trust": st.sampled_from(["trusted", "untrusted"]),
+    "zone": st.sampled_from(["protected", "dynamic"]), "priority": st.integers(0, 90),
+})
+
+
+@settings(max_examples=400, deadline=None)
+@given(dicts, updates, st.sampled_from(["none", "text", "both"]), st.booleans())
+def test_model_copy_is_pydantics_copy(data: dict[str, Any], update: dict[str, Any], cached: str, empty: bool) -> None:
+    """``Message.model_copy(update=...)`` (and ``copied_message``, which makes it) gives pydantic's copy
+    exactly: same fields, fields-set, equality; the cached ``text``/``fingerprint`` carried over only
+    when the update touches none of the fields they are made of, recomputed otherwise."""
+    try:
+        m = Message.from_openai(data, id="m1")
+    except ValueError:
+        return
+    if cached in ("text", "both"):
+        _ = m.text
+    if cached == "both":
+        _ = m.fingerprint
+    given_update = None if empty and not update else update
+    reference = BaseModel.model_copy(m, update=given_update)
+    if update and not _READ_FIELDS.isdisjoint(update):
+        for derived in ("text", "fingerprint"):
+            reference.__dict__.pop(derived, None)
+    state = dict(reference.__dict__)  # before reading a derived value caches it
+    for copied in (m.model_copy(update=given_update), copied_message(m, given_update)):
+        assert type(copied) is Message and copied is not m
+        assert copied.__dict__ == state  # the cached derived values too
+        assert copied.model_fields_set == reference.model_fields_set
+        assert (copied.__pydantic_extra__, copied.__pydantic_private__) == (None, None)
+        assert copied == reference and copied.model_dump() == reference.model_dump()
+        assert (copied.fingerprint, copied.text) == (reference.fingerprint, reference.text)
+        assert copied.metadata is m.metadata or "metadata" in update  # shallow, as pydantic's
+    assert m.model_fields_set == Message.from_openai(data, id="m1").model_fields_set  # the original is untouched
+
+
+def test_model_copy_of_a_subclass_or_a_deep_copy_takes_pydantics_path() -> None:
+    """The direct copy is for ``Message`` itself; a subclass (which may add private attributes) and
+    ``deep=True`` go through pydantic, derived values still recomputed."""
+
+    class Tagged(Message):
+        pass
+
+    m = Tagged(role="user", content="a")
+    _ = m.text
+    copied = m.model_copy(update={"content": "b"})
+    assert type(copied) is Tagged and copied.text == "b"
+    plain = Message(role="user", content="a", metadata={"k": [1]})
+    deep = plain.model_copy(update={"source": "x"}, deep=True)
+    assert deep.metadata == plain.metadata and deep.metadata is not plain.metadata and deep.source == "x"
+
+
+@settings(max_examples=400, deadline=None)
+@given(run_items, st.integers(0, 2))
+def test_a_run_defers_exactly_the_plain_dicts(items: list[Any], start: int) -> None:
+    """With ``defer``, the run's inline check defers exactly the dicts ``_plain_shape`` and ``_plain_calls``
+    accept, handing over the fields as the dict holds them; every other dict of the run is converted as
+    without ``defer``, and the run stops where it stops without it."""
+    start = min(start, len(items))
+    deferred: list[Any] = []
+    eager: list[Any] = []
+    try:
+        expected_stop = Message.from_openai_run(items, start, eager, _run_id)
+    except ValueError:
+        expected_stop = None
+    out: list[Any] = []
+    try:
+        contents: dict[int, str] = {}
+        stop = Message.from_openai_run(items, start, out, _run_id,
+                                       lambda fields: deferred.append(fields) or ("deferred", fields[2]), contents, "tag")
+    except ValueError:
+        assert expected_stop is None
+        return
+    assert stop == expected_stop and len(out) == len(eager) == stop - start
+    for k, (made, converted) in enumerate(zip(out, eager, strict=True), start):
+        item = items[k]
+        calls = item.get("tool_calls")
+        plain = _plain_shape(item) is not None and (calls is None or _plain_calls(calls) is not None)
+        if not plain:
+            assert made == converted
+            continue
+        assert made == ("deferred", k)
+        fields = next(f for f in deferred if f[2] == k)
+        defaults = _ROLE_DEFAULTS[item["role"]]
+        assert fields == ("tag", contents, k, item["role"], item.get("name"), item.get("tool_call_id"),
+                          () if calls is None else _plain_calls(calls), defaults[0], defaults[1])
+        assert contents.get(k) == item["content"] and (k in contents) == (item["content"] is not None)
+        tag, _, _, role, name, call_id, calls_read = fields[:7]
+        assert Message.from_deferred("x", role, contents.get(k), name, call_id, calls_read) == converted.model_copy(
+            update={"id": "x"})

@@ -34,7 +34,7 @@ from ctxcore.engine.protocols import TokenCounter
 from ctxcore.engine.report import BuildReport, ComponentTiming
 from ctxcore.engine.reuse import OutputMemo, Reused, shared_runs
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
-from ctxcore.model.messages import Message
+from ctxcore.model.messages import Message, copied_message
 from ctxcore.model.transactions import (
     check_tool_pairing,
     legal_start,
@@ -647,10 +647,20 @@ class ContextBuilder:
 
 @lru_cache(maxsize=256)
 def _stamper(source: str) -> Callable[[Message], Message]:
-    """The transform that sets ``source`` on messages that have none."""
+    """The transform that sets ``source`` on messages that have none.
+
+    The copy is :func:`~ctxcore.model.messages.copied_message` (what
+    ``model_copy(update={"source": source})`` gives, without pydantic's copy
+    machinery: every new message of a next turn is stamped, after a garbage
+    collection in the bench, where each extra call is a cache miss). One update
+    mapping serves every copy (it is read, never kept).
+    """
+    update = {"source": source}
 
     def stamp(m: Message) -> Message:
-        return m if m.source is not None else m.model_copy(update={"source": source})
+        if m.source is not None:
+            return m
+        return copied_message(m, update) if type(m) is Message else m.model_copy(update=update)
 
     return stamp
 

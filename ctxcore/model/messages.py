@@ -216,6 +216,8 @@ class Message(BaseModel):
         Prefer :meth:`with_provenance` for anything but trusted internal updates:
         ``model_copy`` does not re-run the role/trust checks.
         """
+        if not deep and type(self) is Message:
+            return copied_message(self, update)
         copied = super().model_copy(update=update, deep=deep)
         if update and not _READ_FIELDS.isdisjoint(update):
             for derived in _DERIVED:
@@ -288,7 +290,8 @@ class Message(BaseModel):
     @classmethod
     def from_openai_run(cls, items: Sequence[Any], start: int, out: list[Any],
                         make_id: Callable[[int, dict[str, Any], Any], str],
-                        defer: Callable[[int, dict[str, Any], tuple[str, str, frozenset[str]], tuple[tuple[str, str, str], ...]], Any] | None = None) -> int:
+                        defer: Callable[[tuple[Any, ...]], Any] | None = None,
+                        contents: dict[int, str] | None = None, tag: Any = None) -> int:
         """Convert the run of chat dicts from ``items[start]`` on, appending to ``out``; returns where the run stopped.
 
         The run is the dicts without a ``type`` key whose ``content`` is a string
@@ -300,39 +303,83 @@ class Message(BaseModel):
 
         With ``defer``, a dict that passes the plain check (:func:`_plain_shape`)
         and whose tool calls (if any) are plain too (:func:`_plain_calls`) is not
-        converted: ``defer(i, item, role defaults, calls)`` is appended instead
-        (``calls``: ``(id, name, arguments)`` of each call, read once), so a
-        caller can build the message later, when it is read, from fields that
-        are known to convert. Every other dict is converted (and checked) here.
+        converted: ``defer((tag, contents, i, role, name, tool_call_id,
+        calls, trust, zone))`` is appended instead and its content (unless
+        null) put in ``contents[i]`` (each field read once; ``calls``: ``(id,
+        name, arguments)`` of each call, flat; ``role`` the interned role name
+        of :data:`_ROLE_DEFAULTS`, not the dict's own string; ``trust`` and
+        ``zone`` its role's defaults), so a caller can build the message later,
+        when it is read, from fields that are known to convert
+        (:meth:`from_deferred`). ``defer`` is meant to be a ``tuple`` subclass
+        (the history provider's stand-in), so making one runs no Python code.
+        Every other dict is converted (and checked) here. The check is
+        :func:`_plain_shape`'s, made inline (:func:`_defer_run`): one C-level
+        key-set test and one read per field, no Python call per dict.
 
         Raises:
             ValueError: as :meth:`from_openai`; the items before the failing one
                 are converted and in ``out`` (so it is ``items[start + `` the number
                 appended ``]``).
         """
-        plain, validated, append, shape = _plain_openai, cls.from_openai, out.append, _plain_shape
+        plain, validated, append = _plain_openai, cls.from_openai, out.append
         i, n = start, len(items)
         while i < n:
+            if defer is not None:
+                i = _defer_run(items, i, append, defer, {} if contents is None else contents, tag)
+                if i == n:
+                    break
             item = items[i]
             if type(item) is not dict or "type" in item:
                 break
             content = item.get("content")
             if content is not None and type(content) is not str:
                 break
-            if defer is not None:
-                defaults = shape(item)
-                if defaults is not None:
-                    calls = item.get("tool_calls")
-                    called = () if calls is None else _plain_calls(calls)
-                    if called is not None:
-                        append(defer(i, item, defaults, called))
-                        i += 1
-                        continue
             message_id = make_id(i, item, content)
             made = plain(cls, item, message_id)
             append(validated(item, id=message_id) if made is None else made)
             i += 1
         return i
+
+    @classmethod
+    def from_deferred(cls, message_id: str, role: str, content: str | None, name: str | None, tool_call_id: str | None,
+                      calls: tuple[str, ...], metadata: dict[str, Any] | None = None) -> Message:
+        """The message of a dict that :meth:`from_openai_run` deferred, built from the fields it read, without checks.
+
+        ``role``, ``content``, ``name``, ``tool_call_id`` and ``calls`` (the
+        flat ``(id, name, arguments, ...)`` of the calls ``defer`` received) must be what a
+        dict that passed the run's plain check held: then the result is exactly
+        ``Message.from_openai(dict, id=message_id)`` — same fields, same
+        fields-set (a hypothesis property in tests/test_messages_fast.py) —
+        made in one step, without rebuilding the dict or checking it again (a
+        next turn reads one such message after a garbage collection, when every
+        extra step is a cache miss). ``metadata`` (and a ``content`` other than
+        the dict's) gives what ``model_copy(update={"content": ..., "metadata":
+        ...})`` of that message gives, in the same step: both fields are in
+        its fields-set already.
+
+        Raises:
+            KeyError: ``role`` is not one of the four chat roles (the only check).
+        """
+        defaults = _ROLE_DEFAULTS[role]
+        fields_set = set(defaults[2])
+        if name is not None:
+            fields_set.add("name")
+        if tool_call_id is not None:
+            fields_set.add("tool_call_id")
+        if calls:
+            fields_set.add("tool_calls")
+            at = iter(calls)
+            tool_calls: tuple[ToolCall, ...] = tuple([_checked_tool_call(c, f, a) for c, f, a in zip(at, at, at, strict=True)])
+        else:
+            tool_calls = ()
+        m = _new_object(cls)
+        _set(m, "__dict__", {"id": message_id, "role": role, "content": content, "name": name, "tool_call_id": tool_call_id,
+                             "tool_calls": tool_calls, "metadata": {} if metadata is None else metadata, "source": None,
+                             "trust": defaults[0], "zone": defaults[1], "priority": 0})
+        _set_fields_set(m, fields_set)
+        _set_extra(m, None)
+        _set_private(m, None)
+        return m
 
     @classmethod
     def from_anthropic(cls, data: Any, **provenance: Any) -> Message:
@@ -373,12 +420,13 @@ class Message(BaseModel):
 
 _ID_ONLY = frozenset({"id"})
 _CALL_ID = attrgetter("id")
-# (trust, zone, fields-set of a plain dict of the role without name, call id or tool calls) of a plain dict's role.
-_ROLE_DEFAULTS: dict[Any, tuple[str, str, frozenset[str]]] = {
-    "user": ("trusted", "dynamic", frozenset({"id", "role", "content", "metadata"})),
-    "assistant": ("trusted", "dynamic", frozenset({"id", "role", "content", "metadata"})),
-    "system": ("trusted", "protected", frozenset({"id", "role", "content", "metadata", "zone"})),
-    "tool": ("untrusted", "dynamic", frozenset({"id", "role", "content", "metadata", "trust"})),
+# (trust, zone, fields-set of a plain dict of the role without name, call id or tool calls, the role's interned name)
+# of a plain dict's role.
+_ROLE_DEFAULTS: dict[Any, tuple[str, str, frozenset[str], str]] = {
+    "user": ("trusted", "dynamic", frozenset({"id", "role", "content", "metadata"}), "user"),
+    "assistant": ("trusted", "dynamic", frozenset({"id", "role", "content", "metadata"}), "assistant"),
+    "system": ("trusted", "protected", frozenset({"id", "role", "content", "metadata", "zone"}), "system"),
+    "tool": ("untrusted", "dynamic", frozenset({"id", "role", "content", "metadata", "trust"}), "tool"),
 }
 _new_object = object.__new__
 _set = object.__setattr__
@@ -388,7 +436,7 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def _plain_shape(data: dict[str, Any]) -> tuple[str, str, frozenset[str]] | None:
+def _plain_shape(data: dict[str, Any]) -> tuple[str, str, frozenset[str], str] | None:
     """The role defaults (:data:`_ROLE_DEFAULTS`) of a plain chat dict, else ``None``: the check of :func:`_plain_openai`.
 
     Plain means: only the keys ctxcore models, ``content`` present and a string
@@ -414,6 +462,66 @@ def _plain_shape(data: dict[str, Any]) -> tuple[str, str, frozenset[str]] | None
         if role != "assistant" or type(raw) is not list or not raw:
             return None
     return defaults
+
+
+_ABSENT: Any = object()
+_KNOWN_KEYS_HOLD = _KNOWN_OPENAI_KEYS.issuperset
+
+
+def _defer_run(items: Sequence[Any], i: int, append: Callable[[Any], Any], defer: Callable[[tuple[Any, ...]], Any],
+               contents: dict[int, str], tag: Any) -> int:
+    """:meth:`Message.from_openai_run`'s deferred part: ``defer(...)`` each plain dict from ``items[i]`` on.
+
+    Returns the index of the first item that is not a plain chat dict with
+    plain calls (the run's own loop converts or stops there). The check is
+    exactly :func:`_plain_shape` plus :func:`_plain_calls` (a hypothesis
+    property in tests/test_messages_fast.py holds the two equal), written out
+    in one loop: a cold 20,000-dict build spends most of the provider's time
+    here, so each field is read once and nothing is called per dict but
+    ``defer``.
+    """
+    roles, known, absent, plain_calls = _ROLE_DEFAULTS, _KNOWN_KEYS_HOLD, _ABSENT, _plain_calls
+    n = len(items)
+    while i < n:
+        item = items[i]
+        if type(item) is not dict or not known(item):  # C-level: only the keys a message has (no "type" either)
+            return i
+        content = item.get("content", absent)
+        role = item.get("role")
+        if (content is not None and type(content) is not str) or type(role) is not str:
+            return i
+        defaults = roles.get(role)
+        if defaults is None:
+            return i
+        role = defaults[3]  # the interned name: a stand-in keeps no pointer into the dict's own strings
+        if len(item) == 2 and role != "tool":  # role and content: the usual request or answer
+            if content is not None:
+                contents[i] = content
+            append(defer((tag, contents, i, role, None, None, (), defaults[0], defaults[1])))
+            i += 1
+            continue
+        if content is absent:
+            return i
+        name = item.get("name")
+        call_id = item.get("tool_call_id")
+        if (name is not None and type(name) is not str) or (call_id is not None and type(call_id) is not str):
+            return i
+        if role == "tool" and not call_id:
+            return i
+        raw = item.get("tool_calls", absent)
+        if raw is absent:
+            calls: tuple[str, ...] | None = ()
+        elif role != "assistant" or type(raw) is not list or not raw:
+            return i
+        else:
+            calls = plain_calls(raw)
+            if calls is None:
+                return i
+        if content is not None:
+            contents[i] = content
+        append(defer((tag, contents, i, role, name, call_id, calls, defaults[0], defaults[1])))
+        i += 1
+    return i
 
 
 def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> Message | None:
@@ -454,16 +562,20 @@ def _plain_openai(cls: type[Message], data: dict[str, Any], message_id: Any) -> 
     return m
 
 
-def _plain_calls(calls: list[Any]) -> tuple[tuple[str, str, str], ...] | None:
-    """``(id, name, arguments)`` of each call when every one is fully plain, else ``None``.
+def _plain_calls(calls: list[Any]) -> tuple[str, ...] | None:
+    """``(id, name, arguments)`` of each call, one flat tuple, when every one is fully plain, else ``None``.
 
     Fully plain: ``{"id": non-empty str, "type": "function", "function":
     {"name": str, "arguments": str without NaN/Infinity}}`` (other keys are
     ignored, as by :func:`_plain_tool_call`), so the dict ``{"id", "type",
     "function": {"name", "arguments"}}`` rebuilt from the triple converts to
-    the same :class:`ToolCall` and reads the same in an id.
+    the same :class:`ToolCall` and reads the same in an id. Flat
+    (``(id1, name1, arguments1, id2, ...)``): one object per message however
+    many calls it makes (a stand-in keeps it, and the cyclic collector walks
+    every such object once), and the ids are the C-level slice ``[0::3]``.
     """
-    out = []
+    out: list[str] = []
+    add = out.append
     for call in calls:
         if type(call) is not dict:
             return None
@@ -474,11 +586,23 @@ def _plain_calls(calls: list[Any]) -> tuple[tuple[str, str, str], ...] | None:
         name, arguments = fn.get("name"), fn.get("arguments")
         if type(name) is not str or type(arguments) is not str or "NaN" in arguments or "Infinity" in arguments:
             return None
-        out.append((call_id, name, arguments))
+        add(call_id)
+        add(name)
+        add(arguments)
     return tuple(out)
 
 
 _TOOL_CALL_FIELDS = frozenset({"id", "name", "arguments", "type"})
+
+
+def _checked_tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
+    """The :class:`ToolCall` of a call :func:`_plain_calls` accepted, built without validation."""
+    c = _new_object(ToolCall)
+    _set(c, "__dict__", {"id": call_id, "name": name, "arguments": arguments, "type": "function"})
+    _set_fields_set(c, set(_TOOL_CALL_FIELDS))
+    _set_extra(c, None)
+    _set_private(c, None)
+    return c
 
 
 def _plain_tool_call(call: Any) -> ToolCall | None:
@@ -508,6 +632,38 @@ def _plain_tool_call(call: Any) -> ToolCall | None:
 _DERIVED = ("text", "fingerprint")
 # Fields the model reads: changing one invalidates the derived values above.
 _READ_FIELDS = frozenset({"role", "content", "name", "tool_call_id", "tool_calls"})
+
+
+def copied_message(m: Message, update: Mapping[str, Any] | None) -> Message:
+    """``m.model_copy(update=update)`` made directly: the same copy, without pydantic's copy machinery.
+
+    Exactly what pydantic's ``model_copy`` does for a :class:`Message` (no
+    extra fields, no private attributes): a shallow copy of the field values
+    with ``update`` applied, no validation, the fields-set grown by the
+    updated keys, and the derived values (``text``, ``fingerprint``, cached
+    in the instance) kept only when the update touches none of the fields
+    they are made of. Made in one function instead of pydantic's
+    ``__copy__`` and three ``copy.copy`` calls: the builder's ``source``
+    stamp and the history's annotation copy each new message, after a
+    garbage collection, when every extra step is a cache miss (a hypothesis
+    property in tests/test_messages_fast.py holds it equal to pydantic's
+    copy). ``m`` must be a ``Message`` itself, not a subclass
+    (:meth:`Message.model_copy` checks that).
+    """
+    values = m.__dict__.copy()
+    fields_set = m.__pydantic_fields_set__.copy()
+    if update:
+        values.update(update)
+        fields_set.update(update.keys())
+        if not _READ_FIELDS.isdisjoint(update):
+            values.pop("text", None)
+            values.pop("fingerprint", None)
+    c = _new_object(Message)
+    _set(c, "__dict__", values)
+    _set_fields_set(c, fields_set)
+    _set_extra(c, None)
+    _set_private(c, None)
+    return c
 
 
 def _compact(exc: ValidationError) -> str:

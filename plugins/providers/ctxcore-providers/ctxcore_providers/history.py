@@ -61,10 +61,11 @@ import copy
 import gc
 import json
 import zlib
+from collections import _tuplegetter  # type: ignore[attr-defined]  # namedtuple's C-level field getter
 from collections.abc import Container, Mapping, Sequence
 from functools import partial
 from itertools import compress, repeat
-from operator import attrgetter, is_not, itemgetter
+from operator import attrgetter, is_not
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
@@ -185,6 +186,7 @@ class History:
         self._seen: list[Any] = []
         self._guard: list[tuple[int, Any]] = []
         self._raw: list[Message | _Stored] = []  # a plain dict is stored as a stand-in (see _Stored)
+        self._contents: dict[int, str] = {}  # the stand-ins' contents by item index (see _Stored)
         self._ends: list[int] | None = None  # see _extend: None while each item made one message
         self._open: int | None = None  # first item of a run of Responses calls at the end (it may grow)
         # The semantics note followed by the messages of self._raw (append-only too), while the note is shown.
@@ -350,7 +352,7 @@ class History:
         key, raw = self.state_key, self._raw
         first = len(raw)
         try:
-            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), partial(_Stored, key))
+            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), _Stored, self._contents, key)
         except (ValueError, KeyError, TypeError) as exc:
             index = start + len(raw) - first
             del raw[first:]
@@ -430,9 +432,31 @@ class History:
             self._open = None
         else:
             self._extend(items, 0, old if old[0] else None)
+        if old[0]:  # stand-ins may have been reused
+            self._rehome()
         if len(self._memo) > 2 * len(self._raw) + 64:  # forget derived forms of messages no longer stored
             alive = set(map(id, self._raw))
             self._memo = {k: v for k, v in self._memo.items() if k in alive}
+
+    def _rehome(self) -> None:
+        """Give the stand-ins a rebuild kept a new contents store holding theirs only.
+
+        A rebuild reuses the stand-ins of unchanged items (at their own item
+        index: a stand-in's key in the store stays unique) and makes none, so
+        the old store would keep the contents of the items that went. Each kept
+        one (the same object: the layers' memos are keyed by it) gets the new
+        store as its own ``_store`` attribute, which overrides its ``store``
+        field; the stand-ins only earlier snapshots hold keep the old store,
+        unchanged.
+        """
+        contents: dict[int, str] = {}
+        for m in self._raw:
+            if type(m) is _Stored:
+                content = m.content
+                if content is not None:
+                    contents[m.index] = content
+                m._store = contents  # its own, over the field: other snapshots' stand-ins keep the old store
+        self._contents = contents
 
     def _convert(self, index: int, item: Any) -> Message | list[Message]:
         """The message(s) of one stored item: a Message as it is, a dict by its format (see :func:`_format`)."""
@@ -472,8 +496,25 @@ class History:
         return self.annotate and ((m.role == "assistant" and bool(m.tool_calls)) or m.role == "tool")
 
     def _derive(self, stored: Message | _Stored) -> Message:
-        """The message as the history shows it: a stand-in's message made, annotated, markers neutralised."""
-        m = stored.message() if isinstance(stored, _Stored) else stored
+        """The message as the history shows it: a stand-in's message made, annotated, markers neutralised.
+
+        A stand-in's message is made in one step, with its neutralised content
+        and its annotation (:meth:`Message.from_deferred`): exactly the
+        ``model_copy`` of its plain message that a stored ``Message`` gets below.
+        """
+        if type(stored) is _Stored:
+            role, content = stored.role, stored.content
+            if self.neutralize and content is not None:
+                content = _clean_content(content, strip=role == "user")
+            metadata = None
+            if self.annotate:
+                if role == "tool":
+                    metadata = {"semantic_kind": TOOL_OBSERVATION}
+                elif stored.tool_calls and role == "assistant":
+                    metadata = {"semantic_kind": SELF_TOOL_PLAN}
+            return Message.from_deferred(stored.id, role, content, stored.name, stored.tool_call_id, stored.tool_calls,
+                                         metadata)
+        m = cast(Message, stored)
         update: dict[str, Any] = {}
         if self.neutralize and m.content is not None:  # every role: assistant text can quote a forged marker too
             content = _clean_content(m.content, strip=m.role == "user")
@@ -530,7 +571,6 @@ def _clean_content(content: Any, strip: bool) -> Any:
 
 
 _ID = attrgetter("id")
-_FIRST = itemgetter(0)
 
 
 def _index_ids(ids: dict[str, int], raw: Sequence[Message | _Stored], first: int) -> None:
@@ -581,13 +621,13 @@ class _IdsBefore:
         return type(m) is _Stored and m.index == index and m.id == key
 
 
-class _Stored:
+class _Stored(tuple):  # type: ignore[type-arg]
     """A plain stored chat dict, read once: its structural fields now, its :class:`Message` when it is read.
 
     Made by :meth:`History._extend_plain` for a dict that passed the plain
     check (:meth:`Message.from_openai_run`'s ``defer``), so building the message
     later cannot fail. It holds what the message is made of (role, content,
-    name, tool_call_id, and ``(id, name, arguments)`` of each tool call, read
+    name, tool_call_id, and ``(id, name, arguments)`` of each tool call (one flat tuple), read
     when the dict was stored: a later in-place edit of the dict does not reach
     it) and gives the engine's whole-history walks what they read from a lazy
     sequence's ``structure`` (see :mod:`ctxcore.engine.lazy`): ``role``,
@@ -596,69 +636,72 @@ class _Stored:
     first use, then kept). Nothing outside this module sees one: the history's
     first layer (:meth:`History._derive`) turns it into its message, which is
     exactly ``Message.from_openai(dict, id=_stable_id(key, position, dict))``.
+
+    A ``tuple`` subclass with C-level field getters (as a namedtuple's), made
+    by :meth:`Message.from_openai_run` from one tuple of the fields: no Python
+    code runs per stored dict (a class with a Python ``__init__`` setting ten
+    slots cost about twice as much per dict, half of the provider's time in
+    a cold 20,000-dict build). The content (a string, read by no walk) is not
+    one of its fields: it is kept in the provider's store, a plain ``{item
+    index: text}`` dict (``store``; the id, once computed, is kept there too),
+    which the cyclic garbage collector does not track (a dict of strings never
+    is). As a field it would make the collector's pass over 20,000 new
+    stand-ins (one pass, once the conversion is done) read 20,000 texts'
+    headers scattered over the history's memory: measured, that pass cost two
+    to three times as much with the texts in the stand-ins.
     """
 
-    __slots__ = ("key", "index", "role", "content", "name", "tool_call_id", "tool_calls", "trust", "zone",
-                 "_id", "_message")
+    # No __slots__: an instance's __dict__ (made only by _rehome) holds the store a rebuild gave it.
+    _store: dict[int, str]
+
+    key = _tuplegetter(0, "The history's state key (the id's prefix).")
+    store = _tuplegetter(1, "The provider's {item index: content} store when it was made (the id is cached there too, "
+                            "at -1 - index; a rebuild may give it another, see History._rehome).")
+    index = _tuplegetter(2, "The item's index in the stored list when it was stored.")
+    role = _tuplegetter(3, "The role (the interned name).")
+    name = _tuplegetter(4, "The dict's name, or None.")
+    tool_call_id = _tuplegetter(5, "The call a tool result answers, or None.")
+    tool_calls = _tuplegetter(6, "(id, name, arguments) of each call, flat; empty without calls.")
+    trust = _tuplegetter(7, "The role's default trust.")
+    zone = _tuplegetter(8, "The role's default zone.")
 
     priority = 0
     source = None
+    # A stand-in is one stored item: equal only to itself (a tuple compares by value, and its store is big).
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
 
-    def __init__(self, key: str, index: int, item: dict[str, Any], defaults: tuple[str, str, frozenset[str]],
-                 calls: tuple[tuple[str, str, str], ...]) -> None:
-        self.key = key
-        self.index = index
-        self.role = item["role"]
-        self.content = item["content"]
-        self.name = item.get("name")
-        self.tool_call_id = item.get("tool_call_id")
-        self.tool_calls = calls
-        self.trust, self.zone = defaults[0], defaults[1]
-        self._id: str | None = None
-        self._message: Message | None = None
+    @property
+    def content(self) -> str | None:
+        """The dict's content as it was stored."""
+        return getattr(self, "_store", self[1]).get(self[2])
 
     @property
     def tool_call_ids(self) -> tuple[str, ...]:
         """The ids of the calls the dict requests."""
-        return tuple(map(_FIRST, self.tool_calls))
+        return self.tool_calls[0::3]  # flat (id, name, arguments, ...): a C-level slice
 
     @property
     def metadata(self) -> dict[str, Any]:
         """A plain dict's message has no metadata."""
         return {}
 
-    def _as_dict(self) -> dict[str, Any]:
-        """The stored dict as it was read (the keys a plain dict's message and id depend on)."""
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.name is not None:
-            out["name"] = self.name
-        if self.tool_call_id is not None:
-            out["tool_call_id"] = self.tool_call_id
-        if self.tool_calls:
-            out["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-                                 for i, n, a in self.tool_calls]
-        return out
-
     @property
     def id(self) -> str:
-        """:func:`_stable_id` of the dict (computed once)."""
-        made = self._id
+        """:func:`_stable_id` of the dict (computed once, from the fields read, and kept in the store)."""
+        store, index = getattr(self, "_store", self[1]), self[2]
+        made: str | None = store.get(-1 - index)
         if made is None:
-            made = self._id = _chat_id(self.key, self.index, self._as_dict(), self.content)
+            made = store[-1 - index] = _fields_id(self[0], index, self[3], store.get(index), self[4], self[5], self[6])
         return made
 
     def message(self) -> Message:
-        """The dict's :class:`Message` (made once): what :meth:`History._convert` makes of it."""
-        made = self._message
-        if made is None:
-            data = self._as_dict()  # once: the id and the message read the same dict
-            if self._id is None:
-                self._id = _chat_id(self.key, self.index, data, self.content)
-            made = self._message = Message.from_openai(data, id=self._id)
-        return made
+        """The dict's plain :class:`Message` (what :meth:`History._convert` makes of it, before annotation)."""
+        return Message.from_deferred(self.id, self.role, self.content, self.name, self.tool_call_id, self.tool_calls)
 
     def __repr__(self) -> str:
-        return f"_Stored({self.key}[{self.index}], {self.role})"
+        return f"_Stored({self[0]}[{self[2]}], {self[3]})"
 
 
 def _unchanged(item: Any, old: Any, copied: Any) -> bool:
@@ -770,6 +813,28 @@ def _stable_id(key: str, index: int, item: Mapping[str, Any]) -> str:
         reading = _edges(json.dumps(item, sort_keys=True, default=str))
         return f"{key}:{index}:{zlib.crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
     return _chat_id(key, index, item, item.get("content"))
+
+
+def _fields_id(key: str, index: int, role: str, content: str | None, name: str | None, call_id: str | None,
+               calls: tuple[str, ...]) -> str:
+    """:func:`_chat_id` of a plain dict from the fields a :class:`_Stored` read (no dict rebuilt).
+
+    The same reading as :func:`_chat_id` (a plain call's type is ``"function"``),
+    so the same id; tests/test_history_stand_ins.py holds the two equal.
+    """
+    if content is None:
+        text = "null"
+    elif len(content) > _SHORT:
+        text = f"{len(content)}\x1f{content[:ID_EDGE]}\x1f{content[-ID_EDGE:]}"
+    else:
+        text = content
+    if calls:
+        at = iter(calls)
+        keys = "\x1d".join([f"{i}\x1efunction\x1e{n}\x1e{a if len(a) <= _SHORT else _edges(a)}" for i, n, a in zip(at, at, at, strict=True)])
+    else:
+        keys = ""
+    reading = f"{role}\x00{text}\x00{name}\x00{call_id}\x00{keys}"
+    return f"{key}:{index}:{_crc32(reading.encode('utf-8', 'surrogatepass')):08x}"
 
 
 def _chat_id(key: str, index: int, item: Mapping[str, Any], content: Any) -> str:
