@@ -61,7 +61,7 @@ import copy
 import gc
 import json
 import zlib
-from collections import _tuplegetter  # type: ignore[attr-defined]  # namedtuple's C-level field getter
+from collections import namedtuple
 from collections.abc import Container, Mapping, Sequence
 from functools import partial
 from itertools import compress, repeat
@@ -352,7 +352,7 @@ class History:
         key, raw = self.state_key, self._raw
         first = len(raw)
         try:
-            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), _Stored, self._contents, key)
+            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), _make_stored, self._contents, key)
         except (ValueError, KeyError, TypeError) as exc:
             index = start + len(raw) - first
             del raw[first:]
@@ -621,7 +621,15 @@ class _IdsBefore:
         return type(m) is _Stored and m.index == index and m.id == key
 
 
-class _Stored(tuple):  # type: ignore[type-arg]
+#: A stand-in's fields, in the order :meth:`Message.from_openai_run` gives them: the history's state key
+#: (the id's prefix); the provider's {item index: content} store when it was made (the id is cached there
+#: too, at -1 - index; a rebuild may give the stand-in another, see History._rehome); the item's index in
+#: the stored list; the role (the interned name); the dict's name or None; the call a tool result answers
+#: or None; (id, name, arguments) of each call, flat; the role's default trust and zone.
+_StoredFields = namedtuple("_StoredFields", "key store index role name tool_call_id tool_calls trust zone")
+
+
+class _Stored(_StoredFields):
     """A plain stored chat dict, read once: its structural fields now, its :class:`Message` when it is read.
 
     Made by :meth:`History._extend_plain` for a dict that passed the plain
@@ -637,10 +645,11 @@ class _Stored(tuple):  # type: ignore[type-arg]
     first layer (:meth:`History._derive`) turns it into its message, which is
     exactly ``Message.from_openai(dict, id=_stable_id(key, position, dict))``.
 
-    A ``tuple`` subclass with C-level field getters (as a namedtuple's), made
-    by :meth:`Message.from_openai_run` from one tuple of the fields: no Python
-    code runs per stored dict (a class with a Python ``__init__`` setting ten
-    slots cost about twice as much per dict, half of the provider's time in
+    A namedtuple subclass (C-level field getters), made by
+    :meth:`Message.from_openai_run` from one tuple of the fields through
+    ``tuple.__new__`` (:data:`_make_stored`): no Python code runs per stored
+    dict (a class with a Python ``__init__`` setting ten slots cost about
+    twice as much per dict, half of the provider's time in
     a cold 20,000-dict build). The content (a string, read by no walk) is not
     one of its fields: it is kept in the provider's store, a plain ``{item
     index: text}`` dict (``store``; the id, once computed, is kept there too),
@@ -653,17 +662,6 @@ class _Stored(tuple):  # type: ignore[type-arg]
 
     # No __slots__: an instance's __dict__ (made only by _rehome) holds the store a rebuild gave it.
     _store: dict[int, str]
-
-    key = _tuplegetter(0, "The history's state key (the id's prefix).")
-    store = _tuplegetter(1, "The provider's {item index: content} store when it was made (the id is cached there too, "
-                            "at -1 - index; a rebuild may give it another, see History._rehome).")
-    index = _tuplegetter(2, "The item's index in the stored list when it was stored.")
-    role = _tuplegetter(3, "The role (the interned name).")
-    name = _tuplegetter(4, "The dict's name, or None.")
-    tool_call_id = _tuplegetter(5, "The call a tool result answers, or None.")
-    tool_calls = _tuplegetter(6, "(id, name, arguments) of each call, flat; empty without calls.")
-    trust = _tuplegetter(7, "The role's default trust.")
-    zone = _tuplegetter(8, "The role's default zone.")
 
     priority = 0
     source = None
@@ -702,6 +700,10 @@ class _Stored(tuple):  # type: ignore[type-arg]
 
     def __repr__(self) -> str:
         return f"_Stored({self[0]}[{self[2]}], {self[3]})"
+
+
+#: A stand-in from one tuple of its fields, in C (namedtuple's own constructor takes them one by one, in Python).
+_make_stored = partial(tuple.__new__, _Stored)
 
 
 def _unchanged(item: Any, old: Any, copied: Any) -> bool:
