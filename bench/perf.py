@@ -1,6 +1,8 @@
 """Issue 16's goals: ctxcore against the best-configured peer, on the input users hold.
 
 Usage: ``make bench`` (or ``.venv/bin/python bench/perf.py [--quick] [--next-turn-only] [--doc PATH] [--json PATH]``).
+``--cells 200`` (or ``--cells 200,2000``) measures only goal 1's cells at those history sizes (both budgets, both
+input forms, LangChain memoized in the same process) and prints their table; it writes nothing.
 
 One process run, on :func:`workload.coding_agent_transcript`, every side
 counting with the same loaded cl100k_base encoding:
@@ -115,6 +117,7 @@ class Config:
     llamaindex_n: int = 200  # ChatMemoryBuffer is quadratic in what it drops
     counter_speed: bool = True
     next_turn_only: bool = False  # goals 1 and 2 only (--next-turn-only): the cells and the replay
+    cells_only: bool = False  # goal 1's cells only (--cells N[,N...]): no replay, no other goal
 
     @classmethod
     def quick(cls) -> Config:
@@ -461,7 +464,7 @@ def _median(xs: list[float]) -> float:
 def run(config: Config, command: str = "", log: Callable[[str], None] = lambda s: None) -> Results:
     """Measure every goal once; raises :class:`HarnessError` when the outputs are not comparable."""
     machine = machine_info()
-    big, middle = config.sizes[-1], config.sizes[-2]
+    big, middle = config.sizes[-1], config.sizes[-2 if len(config.sizes) > 1 else -1]
     transcripts = {n: coding_agent_transcript(n, config.seed) for n in config.sizes}
     extra = growth(config.reps + 1, config.seed)
     encoding = encoding_of(make_pipeline(config.budgets[0]).builder().counter)
@@ -483,6 +486,8 @@ def run(config: Config, command: str = "", log: Callable[[str], None] = lambda s
                               "ctxcore_window": check, "langchain_window": lc_check})
 
     b0 = config.budgets[0]
+    if config.cells_only:
+        return Results(command, asdict(config), machine, [], cells, [], {})
     if config.next_turn_only:
         return _next_turn_results(config, command, machine, cells, encoding, log)
     log(f"cold builds at {big:,} messages")
@@ -660,6 +665,26 @@ def render(results: Results) -> str:
     ])
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    """``--cells 200`` or ``--cells 200,2000``: history sizes, each > 0."""
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes like 200 or 200,2000, got {text!r}") from None
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return sizes
+
+
+def render_cells(cells: list[dict[str, Any]]) -> str:
+    """Goal 1's cells as a table: both sides' median next turn and the ratio (goal: >= 2)."""
+    rows = ["| messages | budget | input | ctxcore | LangChain memoized | LangChain / ctxcore |", "|---|---|---|---|---|---|"]
+    for c in cells:
+        rows.append(f"| {c['n']:,} | {c['budget']:,} | {c['form']} | {c['ctxcore_s'] * 1e3:.3f} ms | "
+                    f"{c['langchain_memo_s'] * 1e3:.3f} ms | {c['ratio']:.2f}x |")
+    return "\n".join(rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, print the tables, and write the docs section and the JSON results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -669,8 +694,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--next-turn-only", action="store_true",
                         help="goals 1 and 2 only (the next-turn cells and the replay); prints, writes nothing")
+    parser.add_argument("--cells", type=_sizes, default=None, metavar="N[,N...]",
+                        help="goal 1's cells at these history sizes only (both budgets, both forms, LangChain memoized "
+                        "in the same process); prints the cell table, writes nothing")
     args = parser.parse_args(argv)
     config = Config.quick() if args.quick else Config()
+    if args.cells is not None:
+        config = replace(config, sizes=args.cells, cells_only=True)
+        args.no_write = True
     if args.next_turn_only:
         config = replace(config, next_turn_only=True)
         args.no_write = True
@@ -687,7 +718,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"bench/perf.py: the harness is broken, no numbers written: {exc}", file=sys.stderr)
         return 2
-    body = render(results)
+    body = render_cells(results.cells) if config.cells_only else render(results)
     print(body)
     if write and doc is not None:
         write_section(doc, SECTION, body)

@@ -142,6 +142,26 @@ def test_main_writes_the_section_and_the_json(tmp_path: Path, monkeypatch: pytes
     assert data["command"] == "python bench/perf.py --quick --doc " + str(page) + " --json " + str(out)
 
 
+def test_cells_prints_goal_1s_cells_at_the_given_sizes_and_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``perf.py --cells 30,40``: both budgets x both forms at those sizes, LangChain in the same process, a table."""
+    def no_write(*args: object) -> None:
+        raise AssertionError("--cells must write nothing")
+
+    monkeypatch.setattr(perf, "write_section", no_write)
+    before = perf.JSON_OUT.stat().st_mtime_ns if perf.JSON_OUT.exists() else None
+    assert perf.main(["--cells", "30,40"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if re.match(r"\| \d", line)]
+    assert [row.split(" | ")[:3] for row in rows] == [
+        [f"| {n}", f"{b:,}", form] for b in (8_000, 128_000) for n in (30, 40) for form in ("dict", "Message")
+    ]
+    assert all(re.search(r"\| \d+\.\d\dx \|$", row) for row in rows)
+    assert (perf.JSON_OUT.stat().st_mtime_ns if perf.JSON_OUT.exists() else None) == before
+    with pytest.raises(SystemExit):
+        perf.main(["--cells", "0"])
+
+
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
