@@ -191,3 +191,21 @@ def test_langchain_is_never_a_runtime_dependency() -> None:
                                                   if not p.is_relative_to(integrations))]:
         text = pyproject.read_text(encoding="utf-8").lower()
         assert not any(name in text for name in ("langchain", "nanobot", "llama-index")), pyproject
+
+
+@pytest.mark.parametrize("budget", [2_000, 8_000])
+def test_the_floor_keeps_langchains_window(budget: int) -> None:
+    """bench/floor.py's floor does the job it is the floor of: LangChain's window, message for message, in budget."""
+    import floor
+
+    dicts = coding_agent_transcript(120, seed=0)
+    extra = perf.growth(3, 0)
+    encoding = perf.encoding_of(perf.make_pipeline(budget).builder().counter)
+    _, kept = perf.langchain_next_turn(dicts, extra, budget, MemoizedCl100kCounter(encoding))
+    for form in perf.FORMS:
+        _, window = floor.floor_next_turn(dicts, extra, budget, form, perf.make_pipeline(budget).builder().counter)
+        floor.check_floor_window(window, encoding, budget)
+        assert [m.text for m in window] == [m.content for m in kept]
+    assert floor.main(["--messages", "60", "--budgets", "2000", "--forms", "dict", "--reps", "2", "--cold", "300"]) == 0
+    with pytest.raises(TypeError):
+        floor.plain_pass([{"role": "user", "content": ["parts"]}])
