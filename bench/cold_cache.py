@@ -1,7 +1,7 @@
 """Goal 1's next turn with cold CPU caches, counted instead of timed: simulated cache misses per build.
 
 Usage: ``.venv/bin/python bench/cold_cache.py [--messages 200] [--budget 8000] [--form dict|Message]
-[--builds 4] [--side both|ctxcore|langchain]`` (needs ``valgrind``; a few minutes per side).
+[--builds 4] [--side both|ctxcore|langchain|floor]`` (needs ``valgrind``; a few minutes per side).
 
 bench/perf.py times every next-turn build after ``gc.collect()``, which walks
 the whole heap and leaves the CPU caches holding none of what the build
@@ -16,7 +16,8 @@ prints per build: instructions, first-level misses (instruction, data), and
 misses of a 512 KB last level (a Zen core's L2: what must come from L3 or
 memory after the collection). The figures are deterministic for a given
 commit, so two designs can be compared on one loaded machine; they are a
-model, not a measurement: the time of a miss is not simulated.
+model, not a measurement: the time of a miss is not simulated. ``--side floor``
+counts bench/floor.py's floor (the least a next turn must do) the same way.
 """
 
 from __future__ import annotations
@@ -60,6 +61,19 @@ def child(side: str, messages: int, budget: int, form: str, builds: int) -> None
                 list(itertools.starmap(pipeline.build, [(state,)]))
             else:
                 pipeline.build(state)
+    elif side == "floor":
+        from floor import FloorBuilder
+
+        history = perf.history_of(dicts, form)
+        builder = FloorBuilder(perf.SYSTEM_PROMPT, budget, pipeline.builder().counter)
+        builder.build(history)
+        for i, d in enumerate(extra):
+            history.append(perf.item_of(d, form, i))
+            gc.collect()
+            if i:
+                list(itertools.starmap(builder.build, [(history,)]))
+            else:
+                builder.build(history)
     else:
         lc = perf.to_langchain(dicts, perf.SYSTEM_PROMPT)
         counter = MemoizedCl100kCounter(encoding)
@@ -109,8 +123,8 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=8_000)
     parser.add_argument("--form", choices=("dict", "Message"), default="dict")
     parser.add_argument("--builds", type=int, default=4, help="next turns counted per side (after one uncounted)")
-    parser.add_argument("--side", choices=("both", "ctxcore", "langchain"), default="both")
-    parser.add_argument("--child", choices=("ctxcore", "langchain"), help=argparse.SUPPRESS)
+    parser.add_argument("--side", choices=("both", "ctxcore", "langchain", "floor"), default="both")
+    parser.add_argument("--child", choices=("ctxcore", "langchain", "floor"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.messages, args.budget, args.form, args.builds)

@@ -20,14 +20,19 @@ LangChain memoized and ctxcore, and every window is checked within the budget
 by the independent count. If LangChain / floor is under 2 in a cell, no build
 of that cell can meet goal 1 there; ctxcore's own ratio shows how far it is.
 
-``--cold N`` prints goal 3's floor the same way: the cold build with
-``Message`` input (what the dict build is compared with) plus the least a
-dict build adds to it: one pass over the N dicts that reads the fields the
+``--cold N`` prints goal 3's floor the same way. Goal 3 compares a cold build
+of N dicts with one of N ``Message`` objects (made before the timing). The
+dict build's own extra is the history provider's conversion of every dict
+(``History._update``, timed inside the cold dict builds); the rest of the dict
+build is the same engine work on the provider's stand-ins. The least that
+conversion could cost is one pass over the N dicts that reads the fields the
 engine's walks need (role, content, tool call ids, the call a result
-answers), checks their types and makes one small tuple per dict. A dict
-build that checks every dict when it is first seen cannot cost less than that
-sum, so (Message build + pass) / Message build is the best goal-3 ratio such
-a build could reach.
+answers), checks their types and makes one small tuple per dict
+(:func:`plain_pass`: no unknown-key check, no check of a call's fields, no
+object a walk could read, no collection). So the best dict build is the
+measured dict build minus its conversion plus that pass, and its ratio to
+the ``Message`` build is the best goal-3 ratio a build checking every dict
+when first seen could reach.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import perf  # noqa: E402
+from ctxcore_providers.history import History  # noqa: E402
 from langchain_side import MemoizedCl100kCounter  # noqa: E402
 from workload import coding_agent_transcript  # noqa: E402
 
@@ -139,6 +145,30 @@ def timed_pass(dicts: Sequence[Any], pause_gc: bool) -> float:
         gc.enable()
 
 
+def cold_dict_build(dicts: list[dict[str, Any]], reps: int, budget: int) -> tuple[float, float]:
+    """Medians of cold dict builds and of the history provider's conversion inside them (``History._update``)."""
+    spent: list[float] = []
+    original = History._update
+
+    def timed_update(self: History, items: Sequence[Any]) -> bool:
+        started = time.perf_counter()
+        try:
+            return original(self, items)
+        finally:
+            spent.append(time.perf_counter() - started)
+
+    History._update = timed_update  # type: ignore[method-assign]
+    try:
+        builds, conversions = [], []
+        for _ in range(reps):
+            spent.clear()
+            builds.append(perf.ctxcore_cold(dicts, 1, budget, "dict")[0][0])
+            conversions.append(sum(spent))
+    finally:
+        History._update = original  # type: ignore[method-assign]
+    return statistics.median(builds), statistics.median(conversions)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200)
@@ -173,13 +203,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cold:
         big = coding_agent_transcript(args.cold, seed=0)
         cold_message = median(perf.ctxcore_cold(big, 5, budgets[0], "Message")[0])
-        cold_dict = median(perf.ctxcore_cold(big, 5, budgets[0], "dict")[0])
+        cold_dict, conversion = cold_dict_build(big, 5, budgets[0])
         copies = [dict(d) for d in big]
         passed = median([timed_pass(copies, pause_gc=True) for _ in range(args.reps)])
-        print(f"goal 3's floor at {args.cold:,} messages, cold (medians): Message build {cold_message * 1e3:.2f} ms, "
-              f"the least a dict adds {passed * 1e3:.2f} ms, so at best "
-              f"{(cold_message + passed) / cold_message:.2f}x; ctxcore's dict build {cold_dict * 1e3:.2f} ms = "
-              f"{cold_dict / cold_message:.2f}x (goal <= 1.3)")
+        best = cold_dict - conversion + passed
+        print(f"goal 3's floor at {args.cold:,} messages, cold (medians of 5): Message build {cold_message * 1e3:.2f} ms; "
+              f"dict build {cold_dict * 1e3:.2f} ms = {cold_dict / cold_message:.2f}x (goal <= 1.3), of which converting "
+              f"the dicts {conversion * 1e3:.2f} ms; the least pass {passed * 1e3:.2f} ms; so at best "
+              f"{best * 1e3:.2f} ms = {best / cold_message:.2f}x")
     return 0
 
 
