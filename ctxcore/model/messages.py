@@ -478,29 +478,57 @@ def _defer_run(items: Sequence[Any], i: int, append: Callable[[Any], Any], defer
     property in tests/test_messages_fast.py holds the two equal), written out
     in one loop: a cold 20,000-dict build spends most of the provider's time
     here, so each field is read once and nothing is called per dict but
-    ``defer``.
+    ``defer``. The three shapes nearly every history is made of are told by
+    their size, with no key-set test: two keys that include ``role`` and
+    ``content`` are exactly those two (a request or an answer); three that
+    include them and a string ``tool_call_id`` on a tool message, or a list
+    ``tool_calls`` on an assistant, are exactly those three. Any other dict
+    takes the general check.
     """
     roles, known, absent, plain_calls = _ROLE_DEFAULTS, _KNOWN_KEYS_HOLD, _ABSENT, _plain_calls
     n = len(items)
     while i < n:
         item = items[i]
-        if type(item) is not dict or not known(item):  # C-level: only the keys a message has (no "type" either)
+        if type(item) is not dict:
             return i
         content = item.get("content", absent)
         role = item.get("role")
-        if (content is not None and type(content) is not str) or type(role) is not str:
+        if (content is not None and type(content) is not str) or type(role) is not str:  # absent content is not a str
             return i
         defaults = roles.get(role)
         if defaults is None:
             return i
         role = defaults[3]  # the interned name: a stand-in keeps no pointer into the dict's own strings
-        if len(item) == 2 and role != "tool":  # role and content: the usual request or answer
+        size = len(item)
+        if size == 2:  # role and content, nothing else: the usual request or answer
+            if role == "tool":
+                return i  # a tool result without its call id
             if content is not None:
                 contents[i] = content
             append(defer((tag, contents, i, role, None, None, (), defaults[0], defaults[1])))
             i += 1
             continue
-        if content is absent:
+        if size == 3:
+            if role == "tool":
+                call_id = item.get("tool_call_id")
+                if type(call_id) is str and call_id:  # role, content, tool_call_id: a tool result
+                    if content is not None:
+                        contents[i] = content
+                    append(defer((tag, contents, i, role, None, call_id, (), defaults[0], defaults[1])))
+                    i += 1
+                    continue
+            elif role == "assistant":
+                raw = item.get("tool_calls", absent)
+                if type(raw) is list and raw:  # role, content, tool_calls: an assistant's calls
+                    calls: tuple[str, ...] | None = plain_calls(raw)
+                    if calls is None:
+                        return i
+                    if content is not None:
+                        contents[i] = content
+                    append(defer((tag, contents, i, role, None, None, calls, defaults[0], defaults[1])))
+                    i += 1
+                    continue
+        if not known(item):  # C-level: only the keys a message has (no "type" either)
             return i
         name = item.get("name")
         call_id = item.get("tool_call_id")
@@ -510,7 +538,7 @@ def _defer_run(items: Sequence[Any], i: int, append: Callable[[Any], Any], defer
             return i
         raw = item.get("tool_calls", absent)
         if raw is absent:
-            calls: tuple[str, ...] | None = ()
+            calls = ()
         elif role != "assistant" or type(raw) is not list or not raw:
             return i
         else:
@@ -575,7 +603,7 @@ def _plain_calls(calls: list[Any]) -> tuple[str, ...] | None:
     every such object once), and the ids are the C-level slice ``[0::3]``.
     """
     out: list[str] = []
-    add = out.append
+    add = out.extend
     for call in calls:
         if type(call) is not dict:
             return None
@@ -586,9 +614,7 @@ def _plain_calls(calls: list[Any]) -> tuple[str, ...] | None:
         name, arguments = fn.get("name"), fn.get("arguments")
         if type(name) is not str or type(arguments) is not str or "NaN" in arguments or "Infinity" in arguments:
             return None
-        add(call_id)
-        add(name)
-        add(arguments)
+        add((call_id, name, arguments))
     return tuple(out)
 
 

@@ -352,7 +352,7 @@ class History:
         key, raw = self.state_key, self._raw
         first = len(raw)
         try:
-            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), _make_stored, self._contents, key)
+            i = Message.from_openai_run(items, start, raw, partial(_chat_id, key), _Stored, self._contents, key)
         except (ValueError, KeyError, TypeError) as exc:
             index = start + len(raw) - first
             del raw[first:]
@@ -629,7 +629,7 @@ class _IdsBefore:
 _StoredFields = namedtuple("_StoredFields", "key store index role name tool_call_id tool_calls trust zone")
 
 
-class _Stored(_StoredFields):
+class _Stored(tuple):  # type: ignore[type-arg]
     """A plain stored chat dict, read once: its structural fields now, its :class:`Message` when it is read.
 
     Made by :meth:`History._extend_plain` for a dict that passed the plain
@@ -645,12 +645,14 @@ class _Stored(_StoredFields):
     first layer (:meth:`History._derive`) turns it into its message, which is
     exactly ``Message.from_openai(dict, id=_stable_id(key, position, dict))``.
 
-    A namedtuple subclass (C-level field getters), made by
-    :meth:`Message.from_openai_run` from one tuple of the fields through
-    ``tuple.__new__`` (:data:`_make_stored`): no Python code runs per stored
-    dict (a class with a Python ``__init__`` setting ten slots cost about
-    twice as much per dict, half of the provider's time in
-    a cold 20,000-dict build). The content (a string, read by no walk) is not
+    A tuple subclass with namedtuple's C-level field getters (those of
+    ``_StoredFields``) and tuple's own constructor, which
+    :meth:`Message.from_openai_run` calls on one tuple of the fields: no
+    Python code runs per stored dict (a class with a Python ``__init__``
+    setting ten slots cost about twice as much per dict, half of the
+    provider's time in a cold 20,000-dict build; namedtuple's own
+    ``__new__`` is Python code, and ``tuple.__new__`` through a ``partial``
+    cost a fifth of the provider's run more than the class called directly). The content (a string, read by no walk) is not
     one of its fields: it is kept in the provider's store, a plain ``{item
     index: text}`` dict (``store``; the id, once computed, is kept there too),
     which the cyclic garbage collector does not track (a dict of strings never
@@ -662,6 +664,16 @@ class _Stored(_StoredFields):
 
     # No __slots__: an instance's __dict__ (made only by _rehome) holds the store a rebuild gave it.
     _store: dict[int, str]
+    # The fields by position (set below the class: the getters of _StoredFields, C descriptors).
+    key: str
+    store: dict[int, str]
+    index: int  # type: ignore[assignment]  # shadows tuple.index, as the namedtuple's field did
+    role: str
+    name: str | None
+    tool_call_id: str | None
+    tool_calls: tuple[str, ...]
+    trust: str
+    zone: str
 
     priority = 0
     source = None
@@ -702,8 +714,8 @@ class _Stored(_StoredFields):
         return f"_Stored({self[0]}[{self[2]}], {self[3]})"
 
 
-#: A stand-in from one tuple of its fields, in C (namedtuple's own constructor takes them one by one, in Python).
-_make_stored = partial(tuple.__new__, _Stored)
+for _field in _StoredFields._fields:  # namedtuple's C-level field getters, without its Python __new__
+    setattr(_Stored, _field, getattr(_StoredFields, _field))
 
 
 def _unchanged(item: Any, old: Any, copied: Any) -> bool:
