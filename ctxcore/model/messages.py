@@ -500,51 +500,33 @@ def _defer_run(items: Sequence[Any], i: int, append: Callable[[Any], Any], defer
             return i
         role = defaults[3]  # the interned name: a stand-in keeps no pointer into the dict's own strings
         size = len(item)
+        name = call_id = None
+        calls: tuple[str, ...] | None = ()
         if size == 2:  # role and content, nothing else: the usual request or answer
             if role == "tool":
                 return i  # a tool result without its call id
-            if content is not None:
-                contents[i] = content
-            append(defer((tag, contents, i, role, None, None, (), defaults[0], defaults[1])))
-            i += 1
-            continue
-        if size == 3:
-            if role == "tool":
-                call_id = item.get("tool_call_id")
-                if type(call_id) is str and call_id:  # role, content, tool_call_id: a tool result
-                    if content is not None:
-                        contents[i] = content
-                    append(defer((tag, contents, i, role, None, call_id, (), defaults[0], defaults[1])))
-                    i += 1
-                    continue
-            elif role == "assistant":
-                raw = item.get("tool_calls", absent)
-                if type(raw) is list and raw:  # role, content, tool_calls: an assistant's calls
-                    calls: tuple[str, ...] | None = plain_calls(raw)
-                    if calls is None:
-                        return i
-                    if content is not None:
-                        contents[i] = content
-                    append(defer((tag, contents, i, role, None, None, calls, defaults[0], defaults[1])))
-                    i += 1
-                    continue
-        if not known(item):  # C-level: only the keys a message has (no "type" either)
-            return i
-        name = item.get("name")
-        call_id = item.get("tool_call_id")
-        if (name is not None and type(name) is not str) or (call_id is not None and type(call_id) is not str):
-            return i
-        if role == "tool" and not call_id:
-            return i
-        raw = item.get("tool_calls", absent)
-        if raw is absent:
-            calls = ()
-        elif role != "assistant" or type(raw) is not list or not raw:
-            return i
-        else:
-            calls = plain_calls(raw)
+        elif size == 3 and role == "tool" and type(call_id := item.get("tool_call_id")) is str and call_id:
+            pass  # role, content, tool_call_id: a tool result
+        elif size == 3 and role == "assistant" and type(raw := item.get("tool_calls", absent)) is list and raw:
+            calls = plain_calls(raw)  # role, content, tool_calls: an assistant's calls
             if calls is None:
                 return i
+        else:  # any other dict: the general check
+            if not known(item):  # C-level: only the keys a message has (no "type" either)
+                return i
+            name = item.get("name")
+            call_id = item.get("tool_call_id")
+            if (name is not None and type(name) is not str) or (call_id is not None and type(call_id) is not str):
+                return i
+            if role == "tool" and not call_id:
+                return i
+            raw = item.get("tool_calls", absent)
+            if raw is not absent:
+                if role != "assistant" or type(raw) is not list or not raw:
+                    return i
+                calls = plain_calls(raw)
+                if calls is None:
+                    return i
         if content is not None:
             contents[i] = content
         append(defer((tag, contents, i, role, name, call_id, calls, defaults[0], defaults[1])))
