@@ -12,6 +12,7 @@ same messages, ids and errors as with the validating converters.
 from __future__ import annotations
 
 import math
+import zlib
 from typing import Any
 
 import ctxcore_providers.history as history_module
@@ -60,7 +61,7 @@ _a_document = st.fixed_dictionaries({"type": st.just("document"), "source": st.o
     st.fixed_dictionaries({"type": st.just("file"), "file_id": _text}))}, optional={"title": _maybe_odd_text})
 _a_part = _mostly(_a_text, _a_image, _odd, st.just({"type": "text"}), st.just({"no": "type"}))
 _a_tool_result = _with_extras(st.fixed_dictionaries(
-    {"type": st.just("tool_result"), "tool_use_id": st.one_of(_text, st.just("toolu_1"), _odd)},
+    {"type": st.just("tool_result"), "tool_use_id": _mostly(st.sampled_from(["toolu_1", "toolu_2", "é" * 3]), _text, _odd)},
     optional={"content": _mostly(st.one_of(_text, st.lists(_a_part, max_size=3)), _odd),
               "is_error": st.one_of(st.booleans(), _odd)}))
 _a_thinking = st.one_of(st.fixed_dictionaries({"type": st.just("thinking"), "thinking": _text, "signature": _text}),
@@ -196,3 +197,107 @@ class TestHistoryOverFastPaths:
             patch.setattr(history_module, "messages_from_responses", responses_io._validated_messages)
             reference = _built(items)
         assert fast == reference
+
+
+# ------------------------------------------------------------------ the history's lazy ids
+def _old_history(items: list[Any], key: str = "messages") -> list[Message]:
+    """What the history stored before ids were made lazily: every item converted and id-stamped when seen.
+
+    The old conversion, written out: a Message as it is; a chat dict through
+    ``from_openai`` with its stable id; an Anthropic message or Responses item
+    through the validating converter, each message re-id'd ``<id>``,
+    ``<id>.1``...; a run of Responses calls as one assistant message whose id
+    checksums the run's items' readings.
+    """
+    out: list[Message] = []
+    i = 0
+    while i < len(items):
+        item = items[i]
+        if history_module._is_call(item):
+            j = i
+            while j < len(items) and history_module._is_call(items[j]):
+                j += 1
+            made = responses_io._validated_messages(items[i:j])[0]
+            reading = "\x1d".join(history_module._stable_id("", 0, x) for x in items[i:j])
+            out.append(made.model_copy(update={"id": f"{key}:{i}:{zlib.crc32(reading.encode()):08x}"}))
+            i = j
+            continue
+        if not isinstance(item, dict):
+            raise ValueError("not a message dict")
+        kind = history_module._format(item)
+        if kind == "openai":
+            out.append(Message.from_openai(item, id=history_module._stable_id(key, i, item)))
+        else:
+            made = anthropic_io._validated_messages(item) if kind == "anthropic" else responses_io._validated_messages([item])
+            base = history_module._stable_id(key, i, item)
+            out.extend(m.model_copy(update={"id": f"{base}.{k}" if k else base}) for k, m in enumerate(made))
+        i += 1
+    return out
+
+
+_chat_parts = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]),
+                                     "content": st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": _text}), max_size=2)})
+_convertible = st.lists(st.one_of(anthropic_items, _r_item, _chat_parts,
+                                  st.fixed_dictionaries({"role": st.just("user"), "content": _text})), max_size=8)
+
+
+class TestLazyIds:
+    @SETTINGS
+    @given(_convertible)
+    def test_the_history_stores_what_it_stored_when_ids_were_made_eagerly(self, items: list[Any]) -> None:
+        """Unannotated, the history's messages (dumps, ids, fields-sets) are the old eager conversion's, errors aside."""
+        try:
+            expected = [(_nan_safe(m.model_dump()), sorted(m.model_fields_set)) for m in _old_history(items)]
+        except (ValueError, TypeError, KeyError):
+            with pytest.raises(ValueError):
+                History(annotate=False, neutralize_markers=False).get_messages({"messages": items}, {})
+            return
+        built = History(annotate=False, neutralize_markers=False).get_messages({"messages": items}, {})
+        assert [(_nan_safe(m.model_dump()), sorted(m.model_fields_set)) for m in built] == expected
+
+    @SETTINGS
+    @given(_convertible)
+    def test_every_message_id_is_found_and_no_other(self, items: list[Any]) -> None:
+        """``has_id`` finds each built message's id (lazy or not) and refuses near misses of it."""
+        try:
+            built = History().get_messages({"messages": items}, {})
+        except ValueError:
+            return
+        ids = [m.id for m in built]
+        fresh = History().get_messages({"messages": items}, {})  # asked before any message is read
+        assert all(fresh.has_id(i) for i in ids)  # type: ignore[attr-defined]
+        for i in ids:
+            assert not fresh.has_id(i + ".9") and not fresh.has_id(i[:-1])  # type: ignore[attr-defined]
+
+    def test_an_id_is_made_from_the_dict_as_it_was_stored(self) -> None:
+        """A stored Anthropic dict edited in place later (older than the guard) keeps the id and message it was stored with."""
+        turns = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": "r" * 300}]} if k % 2 == 0 else
+                 {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k + 1}", "name": "f", "input": {"n": k}}]}
+                 for k in range(19)]
+        turns[0] = {"role": "user", "content": [{"type": "text", "text": "a" * 300}, {"type": "text", "text": "b"}]}
+        expected = [m.id for m in _old_history(turns)]
+        history = History(annotate=False, neutralize_markers=False)
+        state = {"messages": turns}
+        history.get_messages(state, {})  # stored, no id read
+        turns[0]["content"][0]["text"] = "z" * 300  # an in-place edit, far behind the guard
+        turns.append({"role": "user", "content": "next"})
+        built = history.get_messages(state, {})
+        assert [m.id for m in built][:-1] == expected
+        assert built[0].content[0].text == "a" * 300  # type: ignore[union-attr]
+
+    def test_the_fast_paths_leave_ids_to_be_made_when_read(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A cold build of Anthropic items computes no stable id before the messages are read."""
+        calls = {"n": 0}
+        real = history_module._stable_id
+
+        def counting(*args: Any) -> str:
+            calls["n"] += 1
+            return real(*args)
+
+        monkeypatch.setattr(history_module, "_stable_id", counting)
+        items = [{"role": "user", "content": [{"type": "text", "text": "q"}, {"type": "text", "text": "r"}]},
+                 {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]
+        built = History(annotate=False).get_messages({"messages": items}, {})
+        assert calls["n"] == 0
+        assert [m.id for m in built] == [m.id for m in _old_history(items)]
