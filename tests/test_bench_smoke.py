@@ -209,3 +209,13 @@ def test_the_floor_keeps_langchains_window(budget: int) -> None:
     assert floor.main(["--messages", "60", "--budgets", "2000", "--forms", "dict", "--reps", "2", "--cold", "300"]) == 0
     with pytest.raises(TypeError):
         floor.plain_pass([{"role": "user", "content": ["parts"]}])
+
+
+def test_input_forms_times_every_form(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/input_forms.py builds the same small history in each input form and prints one line per form."""
+    import input_forms
+
+    out = input_forms.main(["60", "--cold", "1", "--turns", "1"])
+    assert sorted(out) == ["anthropic", "chat", "parts", "responses"]
+    assert all(items > 0 and cold > 0 and turn > 0 for items, cold, turn in out.values())
+    assert len(capsys.readouterr().out.splitlines()) == 4

@@ -34,7 +34,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock, ToolCall
+from ctxcore.model.messages import (
+    FileBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolCall,
+    unchecked_call,
+    unchecked_message,
+    unchecked_text,
+)
 
 __all__ = [
     "ANTHROPIC_CONTENT_KEY",
@@ -65,6 +74,19 @@ def messages_from_anthropic(data: Any, **provenance: Any) -> list[Message]:
     Raises:
         ValueError: the input is not an Anthropic message ctxcore can represent;
             the message names the block index and type.
+    """
+    if type(data) is dict and not provenance:
+        made = _plain_messages(data)
+        if made is not None:
+            return made
+    return _validated_messages(data, **provenance)
+
+
+def _validated_messages(data: Any, **provenance: Any) -> list[Message]:
+    """:func:`messages_from_anthropic` through validation only: the reference its fast path is held equal to.
+
+    Raises:
+        ValueError: as :func:`messages_from_anthropic`.
     """
     data = _plain(data)
     if not isinstance(data, Mapping):
@@ -224,3 +246,114 @@ def _make(
         return Message(role=role, content=content, tool_calls=tuple(calls), metadata=merged, **fields, **given)  # type: ignore[arg-type]
     except ValidationError as exc:
         raise ValueError("; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors(include_url=False))) from None
+
+
+# ---------------------------------------------------------------- the fast path
+# What the checking path's Message(...) is given (its fields-set) for a turn, and for a tool result.
+_GIVEN = frozenset({"role", "content", "tool_calls", "metadata"})
+_GIVEN_RESULT = _GIVEN | {"tool_call_id"}
+
+
+def _plain_messages(data: dict[str, Any]) -> list[Message] | None:
+    """The messages of a plain Anthropic message dict, made without validation; ``None``: take the checking path.
+
+    Plain: string content, or blocks that are dicts of the usual kinds with
+    fields of their exact types (``text`` with a ``str`` text; an assistant's
+    ``tool_use`` with ``str`` id and name and a dict ``input``; a user's
+    ``tool_result`` with a non-empty ``str`` ``tool_use_id`` and ``str`` or
+    text-block content, before any other block). For those the checks are
+    exactly what :func:`_validated_messages` makes, and the
+    messages equal its messages (same fields, same fields-set; a hypothesis
+    property in tests/test_convert_fast.py) but for their random ids. Anything
+    else (thinking, images, documents, an odd value, an error) returns
+    ``None``: the checking path converts it or names what is wrong.
+    """
+    role, content = data.get("role"), data.get("content")
+    if type(role) is not str or role not in ("user", "assistant"):
+        return None
+    if type(content) is str:
+        return [unchecked_message(role, _GIVEN, content)]
+    if type(content) is not list:
+        return None
+    if role == "user":
+        return _plain_user(content)
+    made = _plain_assistant(content)
+    return None if made is None else [made]
+
+
+def _plain_assistant(blocks: list[Any]) -> Message | None:
+    texts: list[TextBlock] = []
+    calls: list[ToolCall] = []
+    for b in blocks:
+        kind = b.get("type") if type(b) is dict else None
+        if kind == "text":
+            text = b.get("text")
+            if type(text) is not str:
+                return None
+            texts.append(unchecked_text(text))
+        elif kind == "tool_use":
+            call = _plain_call(b)
+            if call is None:
+                return None
+            calls.append(call)
+        else:
+            return None
+    return unchecked_message("assistant", _GIVEN, _joined(texts) if texts else None, tuple(calls))
+
+
+def _plain_call(b: dict[str, Any]) -> ToolCall | None:
+    call_id, name, given = b.get("id"), b.get("name"), b.get("input", {})
+    if type(call_id) is not str or type(name) is not str or type(given) is not dict:
+        return None
+    try:
+        arguments = json.dumps(given, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None  # the checking path raises what it raises
+    return unchecked_call(call_id, name, arguments)
+
+
+def _plain_user(blocks: list[Any]) -> list[Message] | None:
+    out: list[Message] = []
+    rest: list[TextBlock] = []
+    for b in blocks:
+        kind = b.get("type") if type(b) is dict else None
+        if kind == "tool_result" and not rest:
+            made = _plain_result(b)
+            if made is None:
+                return None
+            out.append(made)
+        elif kind == "text":
+            text = b.get("text")
+            if type(text) is not str:
+                return None
+            rest.append(unchecked_text(text))
+        else:
+            return None
+    if rest or not out:
+        out.append(unchecked_message("user", _GIVEN, _joined(rest)))
+    return out
+
+
+def _plain_result(b: dict[str, Any]) -> Message | None:
+    call_id, raw = b.get("tool_use_id"), b.get("content", "")
+    if type(call_id) is not str or not call_id:
+        return None
+    if type(raw) is str:
+        content: Any = raw
+    elif type(raw) is list:
+        parts: list[TextBlock] = []
+        for p in raw:
+            text = p.get("text") if type(p) is dict and p.get("type") == "text" else None
+            if type(text) is not str:
+                return None
+            parts.append(unchecked_text(text))
+        content = _joined(parts)
+    else:
+        return None
+    metadata = {ANTHROPIC_EXTRA_KEY: {"is_error": b["is_error"]}} if "is_error" in b else {}
+    return unchecked_message("tool", _GIVEN_RESULT, content, tool_call_id=call_id, metadata=metadata)
+
+
+def _joined(texts: list[TextBlock]) -> str | tuple[TextBlock, ...]:
+    """A message's content of text blocks, as the checking path gives it: a lone block as its text."""
+    return texts[0].text if len(texts) == 1 else tuple(texts)

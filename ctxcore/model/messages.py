@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from operator import attrgetter
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -672,6 +672,66 @@ def copied_message(m: Message, update: Mapping[str, Any] | None) -> Message:
     _set_extra(c, None)
     _set_private(c, None)
     return c
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+# The keyword fields a converter gives Message(...) for a message of each role, plus what _role_defaults adds.
+_CHECKED_FIELDS = {"tool": frozenset({"trust"}), "system": frozenset({"zone"})}
+
+
+def unchecked_model(cls: type[_Model], values: dict[str, Any], fields_set: set[str]) -> _Model:
+    """The model ``cls(**given)`` would make, built from its final field ``values`` without validation.
+
+    For the converters' plain inputs (:mod:`ctxcore.model.anthropic_io`,
+    :mod:`ctxcore.model.responses_io`), which check every field themselves
+    first: ``values`` holds every field of ``cls`` (defaults included) as
+    validation would leave them, ``fields_set`` the keywords ``given`` held.
+    No extra fields, no private attributes (none of ctxcore's models has
+    either).
+    """
+    m = _new_object(cls)
+    _set(m, "__dict__", values)
+    _set_fields_set(m, fields_set)
+    _set_extra(m, None)
+    _set_private(m, None)
+    return m
+
+
+def unchecked_text(text: str) -> TextBlock:
+    """``TextBlock(text=text)`` for a ``str`` (exactly), without validation."""
+    return unchecked_model(TextBlock, {"type": "text", "text": text}, {"text"})
+
+
+def unchecked_call(call_id: str, name: str, arguments: str) -> ToolCall | None:
+    """``ToolCall(id=call_id, name=name, arguments=arguments)`` without validation; ``None`` when it would check more.
+
+    The three must be ``str`` exactly; arguments holding ``NaN`` or
+    ``Infinity`` return ``None`` (the validator may repair them: take the
+    validating path).
+    """
+    if "NaN" in arguments or "Infinity" in arguments:
+        return None
+    return unchecked_model(ToolCall, {"id": call_id, "name": name, "arguments": arguments, "type": "function"},
+                           {"id", "name", "arguments"})
+
+
+def unchecked_message(role: str, given: frozenset[str], content: Any, tool_calls: tuple[ToolCall, ...] = (),
+                      tool_call_id: str | None = None, metadata: dict[str, Any] | None = None) -> Message:
+    """``Message(**given fields)`` for fields known to validate, built without validation (a fresh random id).
+
+    ``given`` names the keywords the validating call would pass (its
+    fields-set; the role's defaults add ``trust`` for a tool result, ``zone``
+    for a system message). The caller has checked what validation would:
+    ``role`` one of the four roles, ``content`` a ``str``, ``None`` or a tuple
+    of blocks, a tool result's ``tool_call_id`` a non-empty ``str``, calls on
+    an assistant only.
+    """
+    defaults = _ROLE_DEFAULTS[role]
+    values = {"id": _new_id(), "role": defaults[3], "content": content, "name": None, "tool_call_id": tool_call_id,
+              "tool_calls": tool_calls, "metadata": {} if metadata is None else metadata, "source": None,
+              "trust": defaults[0], "zone": defaults[1], "priority": 0}
+    extra = _CHECKED_FIELDS.get(role)
+    return unchecked_model(Message, values, set(given if extra is None else given | extra))
 
 
 def _compact(exc: ValidationError) -> str:

@@ -30,7 +30,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock, ToolCall
+from ctxcore.model.messages import (
+    FileBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolCall,
+    unchecked_call,
+    unchecked_message,
+    unchecked_text,
+)
 
 __all__ = ["messages_from_responses"]
 
@@ -46,6 +55,19 @@ def messages_from_responses(items: Iterable[Any], **provenance: Any) -> list[Mes
 
     Raises:
         ValueError: an item is not one ctxcore can represent; the message names its index.
+    """
+    if type(items) is list and not provenance:
+        made = _plain_messages(items)
+        if made is not None:
+            return made
+    return _validated_messages(items, **provenance)
+
+
+def _validated_messages(items: Iterable[Any], **provenance: Any) -> list[Message]:
+    """:func:`messages_from_responses` through validation only: the reference its fast path is held equal to.
+
+    Raises:
+        ValueError: as :func:`messages_from_responses`.
     """
     out: list[Message] = []
     calls: list[ToolCall] = []
@@ -137,3 +159,81 @@ def _make(i: int, fields: dict[str, Any], provenance: dict[str, Any]) -> Message
     except ValidationError as exc:
         detail = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors(include_url=False))
         raise ValueError(f"item {i}: {detail}") from None
+
+
+# ---------------------------------------------------------------- the fast path
+# What the checking path's Message(...) is given (its fields-set) for each kind of message.
+_GIVEN_MESSAGE = frozenset({"role", "content"})
+_GIVEN_CALLS = frozenset({"role", "content", "tool_calls"})
+_GIVEN_RESULT = frozenset({"role", "content", "tool_call_id"})
+_NOT_PLAIN: Any = object()
+
+
+def _plain_messages(items: list[Any]) -> list[Message] | None:
+    """The messages of plain Responses items, made without validation; ``None``: take the checking path.
+
+    Plain: dicts whose fields have their exact types (a message item of role
+    user, assistant or system with ``str``, null or text-part content; a
+    ``function_call`` with ``str`` call_id, name and arguments, a
+    ``function_call_output`` with a non-empty ``str`` call_id and ``str`` or
+    text-part output; ``reasoning``). For those the checks are exactly what
+    :func:`_validated_messages` makes and the messages equal its messages
+    (same fields, same fields-set; a hypothesis property in
+    tests/test_convert_fast.py) but for their random ids. Anything else
+    returns ``None``: the checking path converts it or names what is wrong.
+    """
+    out: list[Message] = []
+    calls: list[ToolCall] = []
+    for item in items:
+        if type(item) is not dict:
+            return None
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = _plain_call(item)
+            if call is None:
+                return None
+            calls.append(call)
+            continue
+        if calls:
+            out.append(unchecked_message("assistant", _GIVEN_CALLS, None, tuple(calls)))
+            calls = []
+        if kind == "message":
+            role, content = item.get("role"), _plain_content(item.get("content"))
+            if type(role) is not str or role not in _ROLES or content is _NOT_PLAIN:
+                return None
+            out.append(unchecked_message(role, _GIVEN_MESSAGE, content))
+        elif kind == "function_call_output":
+            call_id, content = item.get("call_id"), _plain_content(item.get("output", ""))
+            if type(call_id) is not str or not call_id or content is _NOT_PLAIN:
+                return None
+            out.append(unchecked_message("tool", _GIVEN_RESULT, content, tool_call_id=call_id))
+        elif kind != "reasoning":
+            return None
+    if calls:
+        out.append(unchecked_message("assistant", _GIVEN_CALLS, None, tuple(calls)))
+    return out
+
+
+def _plain_call(item: dict[str, Any]) -> ToolCall | None:
+    call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments", "{}")
+    if type(call_id) is not str or not call_id or type(name) is not str or type(arguments) is not str:
+        return None
+    return unchecked_call(call_id, name, arguments)
+
+
+def _plain_content(content: Any) -> Any:
+    """:func:`_content` of ``str``, null or text-part content; :data:`_NOT_PLAIN` for anything else."""
+    if content is None or type(content) is str:
+        return content
+    if type(content) is not list:
+        return _NOT_PLAIN
+    blocks: list[TextBlock] = []
+    for part in content:
+        kind = part.get("type") if type(part) is dict else None
+        if type(kind) is not str:  # (an unhashable one is the checking path's error)
+            return _NOT_PLAIN
+        text = part.get("text") if kind in _TEXT_PARTS else part.get("refusal") if kind == "refusal" else None
+        if type(text) is not str:
+            return _NOT_PLAIN
+        blocks.append(unchecked_text(text))
+    return blocks[0].text if len(blocks) == 1 else tuple(blocks)

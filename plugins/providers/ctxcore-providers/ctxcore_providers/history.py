@@ -19,7 +19,12 @@ result (:meth:`History._derive`, the first layer), so a cold build of a long
 history makes messages for the window it keeps, not for every dict. A lookup
 of an id (``has_id``, the report's counts) parses the position out of the id
 and compares with that one stand-in's id. Every other item is converted (and
-checked) when first seen, as before.
+checked) when first seen, as before; the plain chat dicts after such an item
+take the stand-in loop again (while each item still makes one message). An
+Anthropic message, a Responses item or a chat dict with content parts keeps
+its message as a :class:`_Pending`: its id (which dumps the dict as JSON) is
+made from a copy of the dict the first time it is asked for, and a lookup
+finds it by the item index in its id.
 
 Converted items are remembered by reference, in a list the provider only
 appends to (any other change makes a new list), and each build's result is a
@@ -185,14 +190,15 @@ class History:
         self._source: Sequence[Any] | None = None
         self._seen: list[Any] = []
         self._guard: list[tuple[int, Any]] = []
-        self._raw: list[Message | _Stored] = []  # a plain dict is stored as a stand-in (see _Stored)
+        self._raw: list[Message | _Stored | _Pending] = []  # a plain dict is stored as a stand-in (see _Stored)
         self._contents: dict[int, str] = {}  # the stand-ins' contents by item index (see _Stored)
         self._ends: list[int] | None = None  # see _extend: None while each item made one message
         self._open: int | None = None  # first item of a run of Responses calls at the end (it may grow)
         # The semantics note followed by the messages of self._raw (append-only too), while the note is shown.
-        self._shown: list[Message | _Stored] | None = None
-        self._shown_of: list[Message | _Stored] | None = None  # the self._raw that self._shown follows
+        self._shown: list[Message | _Stored | _Pending] | None = None
+        self._shown_of: list[Message | _Stored | _Pending] | None = None  # the self._raw that self._shown follows
         self._ids: dict[str, int] = {}  # id -> its first position in self._raw (entries never change)
+        self._firsts: dict[int, int] = {}  # item index -> position of its first message, for _Pending items (the same)
         self._semantic = False  # whether any stored message's derived form carries a semantic_kind
         self._memo: dict[int, tuple[Message, Message]] = {}
         self._semantics: Message | None = None
@@ -215,7 +221,7 @@ class History:
         self._update(items)
         note = self._semantics if self._semantic else None
         raw = self._raw
-        ids: list[Container[str]] = [_IdsBefore(self._ids, len(raw), raw, self.state_key)]
+        ids: list[Container[str]] = [_IdsBefore(self._ids, len(raw), raw, self.state_key, self._firsts)]
         if note is not None:
             ids.append(frozenset((note.id,)))
         # A snapshot of an append-only list: no copy; the next call's snapshot of the same list proves growth.
@@ -234,7 +240,7 @@ class History:
                     raise ValueError(f"working_memory.build_view returned a {type(m).__name__} at {i}, not a Message")
         return out
 
-    def _with_note(self, note: Message) -> list[Message | _Stored]:
+    def _with_note(self, note: Message) -> list[Message | _Stored | _Pending]:
         """The semantics note followed by the stored messages: a list kept in step with ``self._raw`` by appends.
 
         A new list when ``self._raw`` is a new list (it was rebuilt) or the note
@@ -295,7 +301,7 @@ class History:
         message is ``raw[k]`` and ``self._ends`` is ``None``; otherwise
         ``self._ends[k]`` is the length of ``raw`` after item ``k``.
         """
-        raw, seen, ids = self._raw, self._seen, self._ids
+        raw, seen, ids, firsts = self._raw, self._seen, self._ids, self._firsts
         self._open = None
         n = len(items)
         i = start if old is not None or self._ends is not None else self._extend_plain(items, start)
@@ -303,7 +309,8 @@ class History:
         while i < n:
             item = items[i]
             count = 1
-            made: Message | _Stored | Sequence[Message | _Stored] | None = _reuse(old, i, item) if old is not None else None
+            made: Message | _Stored | _Pending | Sequence[Message | _Stored | _Pending] | None
+            made = _reuse(old, i, item) if old is not None else None
             if made is None:
                 if _is_call(item):  # parallel calls: the run of function_call items is one assistant message
                     j = i + 1
@@ -314,9 +321,11 @@ class History:
                         self._open = i  # the next item may be one more call of the run
                 else:
                     made = self._convert(i, item)
-            if isinstance(made, (Message, _Stored)):  # the common case: one item, one message
+            if isinstance(made, (Message, _Stored, _Pending)):  # the common case: one item, one message
                 raw.append(made)
-                if type(made) is not _Stored or made.index != len(raw) - 1:  # else _IdsBefore finds it by position
+                if type(made) is _Pending:  # _IdsBefore finds it by its item's first position
+                    firsts[i] = len(raw) - 1
+                elif type(made) is not _Stored or made.index != len(raw) - 1:  # else _IdsBefore finds it by position
                     ids.setdefault(made.id, len(raw) - 1)
                 semantic = semantic or self._is_semantic(made)
                 if count == 1:
@@ -324,12 +333,19 @@ class History:
                     if self._ends is not None:
                         self._ends.append(len(raw))
                     i += 1
+                    if old is None and self._ends is None and i < n:  # the plain dicts after it: the tight loop again
+                        self._semantic = semantic
+                        i = self._extend_plain(items, i)
+                        semantic = self._semantic
                     continue
             else:
                 assert made is not None
                 raw.extend(made)
                 for k, m in enumerate(made, len(raw) - len(made)):
-                    ids.setdefault(m.id, k)
+                    if type(m) is _Pending:
+                        firsts.setdefault(i, k)
+                    else:
+                        ids.setdefault(m.id, k)
                 semantic = semantic or any(map(self._is_semantic, made))
             if self._ends is None:  # the first item that does not make exactly one message
                 self._ends = list(range(1, len(seen) + 1))
@@ -378,6 +394,7 @@ class History:
         ends = self._ends
         cut = start if ends is None else (ends[start - 1] if start else 0)
         self._ids = {k: v for k, v in self._ids.items() if v < cut}
+        self._firsts = {k: v for k, v in self._firsts.items() if v < cut}
         self._raw = self._raw[:cut]
         del self._seen[start:]
         if ends is not None:
@@ -425,6 +442,7 @@ class History:
         """The list changed under the old items: start over, reusing conversions of unchanged items."""
         old: _Old = (self._seen, self._raw, self._ends, dict(self._guard))
         self._seen, self._raw, self._ids, self._semantic, self._guard, self._ends = [], [], {}, False, [], None
+        self._firsts = {}
         if all(map(isinstance, items, repeat(Message))):  # Message items: C-level passes, no per-item Python
             self._seen, self._raw = list(items), list(items)
             _index_ids(self._ids, self._raw, 0)
@@ -458,7 +476,7 @@ class History:
                 m._store = contents  # its own, over the field: other snapshots' stand-ins keep the old store
         self._contents = contents
 
-    def _convert(self, index: int, item: Any) -> Message | list[Message]:
+    def _convert(self, index: int, item: Any) -> Message | _Pending | list[Message] | list[_Pending]:
         """The message(s) of one stored item: a Message as it is, a dict by its format (see :func:`_format`)."""
         if isinstance(item, Message):
             return item
@@ -467,11 +485,19 @@ class History:
         key = self.state_key
         try:
             kind = _format(item)
-            if kind == "openai":
+            if kind == "openai" and type(item.get("content")) is not list:  # its id is cheap: made now
                 return Message.from_openai(item, id=_stable_id(key, index, item))
-            made = messages_from_anthropic(item) if kind == "anthropic" else messages_from_responses([item])
+            if kind == "openai":  # content parts: the id dumps them, so it is made when asked for
+                made = [Message.from_openai(item)]
+            else:
+                made = messages_from_anthropic(item) if kind == "anthropic" else messages_from_responses([item])
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"state[{key!r}][{index}]: {exc}") from exc
+        material = _json_copy(item)
+        if material is not _UNCOPIED:  # its id when it is asked for, from what the dict is now
+            if len(made) == 1:
+                return _Pending(made[0], material, key, index, 0)
+            return [_Pending(m, material, key, index, k) for k, m in enumerate(made)]
         base = _stable_id(key, index, item)
         if len(made) == 1:
             return made[0].model_copy(update={"id": base})
@@ -487,7 +513,7 @@ class History:
         reading = "\x1d".join(_stable_id("", 0, item) for item in run)
         return made[0].model_copy(update={"id": f"{self.state_key}:{start}:{zlib.crc32(reading.encode()):08x}"})
 
-    def _is_semantic(self, m: Message | _Stored) -> bool:
+    def _is_semantic(self, m: Message | _Stored | _Pending) -> bool:
         """Whether the derived form of ``m`` carries a semantic_kind (decides the explanation message)."""
         if type(m) is _Stored:  # a plain dict's metadata is empty
             return self.annotate and (m.role == "tool" or bool(m.tool_calls))
@@ -495,7 +521,7 @@ class History:
             return bool(m.metadata["semantic_kind"])
         return self.annotate and ((m.role == "assistant" and bool(m.tool_calls)) or m.role == "tool")
 
-    def _derive(self, stored: Message | _Stored) -> Message:
+    def _derive(self, stored: Message | _Stored | _Pending) -> Message:
         """The message as the history shows it: a stand-in's message made, annotated, markers neutralised.
 
         A stand-in's message is made in one step, with its neutralised content
@@ -514,8 +540,12 @@ class History:
                     metadata = {"semantic_kind": SELF_TOOL_PLAN}
             return Message.from_deferred(stored.id, role, content, stored.name, stored.tool_call_id, stored.tool_calls,
                                          metadata)
-        m = cast(Message, stored)
         update: dict[str, Any] = {}
+        if type(stored) is _Pending:
+            m = stored.message
+            update["id"] = stored.id
+        else:
+            m = cast(Message, stored)
         if self.neutralize and m.content is not None:  # every role: assistant text can quote a forged marker too
             content = _clean_content(m.content, strip=m.role == "user")
             if content is not m.content:
@@ -573,7 +603,7 @@ def _clean_content(content: Any, strip: bool) -> Any:
 _ID = attrgetter("id")
 
 
-def _index_ids(ids: dict[str, int], raw: Sequence[Message | _Stored], first: int) -> None:
+def _index_ids(ids: dict[str, int], raw: Sequence[Message | _Stored | _Pending], first: int) -> None:
     """Record the ids of ``raw[first:]`` with their positions; an id seen before keeps its first position."""
     if not ids:  # a cold build: one C-level pass, newest first so that each id's first position is written last
         ids.update(zip(map(_ID, reversed(raw[first:])), range(len(raw) - 1, first - 1, -1), strict=True))
@@ -593,13 +623,15 @@ class _IdsBefore:
     cached): one id per lookup, not one per stored message.
     """
 
-    __slots__ = ("positions", "length", "raw", "prefix")
+    __slots__ = ("positions", "length", "raw", "prefix", "firsts")
 
-    def __init__(self, positions: dict[str, int], length: int, raw: list[Message | _Stored], key: str) -> None:
+    def __init__(self, positions: dict[str, int], length: int, raw: list[Message | _Stored | _Pending], key: str,
+                 firsts: dict[int, int] | None = None) -> None:
         self.positions = positions
         self.length = length
         self.raw = raw
         self.prefix = f"{key}:"
+        self.firsts = {} if firsts is None else firsts
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
@@ -615,10 +647,117 @@ class _IdsBefore:
         if end < 0 or not digits.isdigit() or not digits.isascii():
             return False
         index = int(digits)
-        if index >= self.length:
+        if index < self.length:
+            m = self.raw[index]
+            if type(m) is _Stored and m.index == index:
+                return m.id == key
+        return self._pending(key, index, end)
+
+    def _pending(self, key: str, index: int, end: int) -> bool:
+        """Whether ``key`` is the id of a :class:`_Pending` message of item ``index`` (``"...:<crc>[.<k>]"``)."""
+        first = self.firsts.get(index)
+        if first is None:
             return False
-        m = self.raw[index]
-        return type(m) is _Stored and m.index == index and m.id == key
+        dot = key.find(".", end)
+        sub = key[dot + 1:] if dot >= 0 else "0"
+        if not sub.isdigit() or not sub.isascii():
+            return False
+        at = first + int(sub)
+        if at >= self.length:
+            return False
+        m = self.raw[at]
+        return type(m) is _Pending and m.index == index and m.id == key
+
+
+class _Pending:
+    """A converted Anthropic or Responses item's message whose id is computed when it is first asked for.
+
+    The id of such an item is :func:`_stable_id` of the whole dict, which dumps
+    it as JSON: most of a cold build's cost for those forms, and a build reads
+    the ids of the few messages it keeps. So :meth:`History._convert` keeps
+    the message it converted (checked, with the converter's random id) with
+    ``material``, a copy of the dict as it was stored (:func:`_json_copy`:
+    only plain JSON values, so its JSON is the dict's; a later in-place edit
+    of the dict does not reach it), and the id is made from it on first use.
+    The walks read the message's structural fields through it (see
+    :mod:`ctxcore.engine.lazy`); the first layer (:meth:`History._derive`)
+    gives the message with its id: exactly the message the item was stored
+    as before (``message.model_copy(update={"id": ...})``), and
+    :class:`_IdsBefore` finds it by its item index (``firsts``) without
+    computing any other id.
+    """
+
+    __slots__ = ("message", "material", "key", "index", "sub", "_id")
+
+    # the structural fields the walks read, and the message's content and provenance (set below the class)
+    role: str
+    zone: str
+    trust: str
+    priority: int
+    source: str | None
+    tool_call_id: str | None
+    tool_calls: tuple[Any, ...]
+    tool_call_ids: tuple[str, ...]
+    metadata: dict[str, Any]
+    content: Any
+
+    def __init__(self, message: Message, material: Any, key: str, index: int, sub: int) -> None:
+        self.message, self.material, self.key, self.index, self.sub = message, material, key, index, sub
+        self._id: str | None = None
+
+    @property
+    def id(self) -> str:
+        """:func:`_stable_id` of the stored dict (``.<k>`` for the item's ``k``-th message after the first), kept once made."""
+        made = self._id
+        if made is None:
+            base = _stable_id(self.key, self.index, self.material)
+            made = self._id = f"{base}.{self.sub}" if self.sub else base
+        return made
+
+    def __repr__(self) -> str:
+        return f"_Pending({self.key}[{self.index}].{self.sub}, {self.message.role})"
+
+
+for _field in ("role", "zone", "trust", "priority", "source", "tool_call_id", "tool_calls", "tool_call_ids", "metadata", "content"):
+    setattr(_Pending, _field, property(attrgetter(f"message.{_field}")))
+
+# Values a JSON copy shares with the dict: nothing changes them in place, and their JSON is their own.
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+_UNCOPIED: Any = object()
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of ``value`` whose JSON is its JSON now, whatever happens to it later; :data:`_UNCOPIED` if unsure.
+
+    Dicts with ``str`` keys and lists are rebuilt, ``str``, ``int``, ``float``,
+    ``bool`` and ``None`` shared; anything else (an object whose JSON is its
+    ``str()``, which may change; a non-``str`` key; nesting too deep) gives
+    :data:`_UNCOPIED`, and the item's id is made now instead.
+    """
+    try:
+        return _copied(value)
+    except RecursionError:
+        return _UNCOPIED
+
+
+def _copied(value: Any) -> Any:
+    kind = type(value)
+    if kind in _JSON_SCALARS:
+        return value
+    if kind is dict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                return _UNCOPIED
+            v = v if type(v) in _JSON_SCALARS else _copied(v)
+            if v is _UNCOPIED:
+                return _UNCOPIED
+            out[k] = v
+        return out
+    if kind is list:
+        copied = [v if type(v) in _JSON_SCALARS else _copied(v) for v in value]
+        return _UNCOPIED if _UNCOPIED in copied else copied
+    return _UNCOPIED
 
 
 #: A stand-in's fields, in the order :meth:`Message.from_openai_run` gives them: the history's state key
@@ -727,10 +866,10 @@ def _unchanged(item: Any, old: Any, copied: Any) -> bool:
 
 
 # What a rebuild may reuse: the items seen, the messages made, their ends (see History._extend), the guard copies.
-_Old = tuple[list[Any], "list[Message | _Stored]", "list[int] | None", dict[int, Any]]
+_Old = tuple[list[Any], "list[Message | _Stored | _Pending]", "list[int] | None", dict[int, Any]]
 
 
-def _reuse(old: _Old, index: int, item: Any) -> Message | _Stored | list[Message | _Stored] | None:
+def _reuse(old: _Old, index: int, item: Any) -> Message | _Stored | _Pending | list[Message | _Stored | _Pending] | None:
     """The old conversion of an unchanged dict at ``index`` (``None``: convert it), never of a Responses call.
 
     A call is converted with its run of neighbours, which may have changed.
