@@ -62,6 +62,7 @@ from typing import (
 )
 
 from ctxcore.model.messages import Message
+from ctxcore.model.structure import structure_of
 
 __all__ = ["Joined", "LazyMessages", "MessageChain", "PrefixMemo", "Snapshot", "structure_of", "is_lazy"]
 
@@ -468,18 +469,6 @@ def is_lazy(messages: Sequence[Message]) -> bool:
     if kind is MessageChain or kind is LazyMessages:
         return True
     return kind is not list and kind is not Snapshot and kind is not Joined and isinstance(messages, (LazyMessages, MessageChain))
-
-
-def structure_of(messages: Sequence[Message]) -> Sequence[Message]:
-    """What to read ids, roles, zones, priorities and tool calls from without transforming anything.
-
-    A list or a :class:`Snapshot` (the structure of a lazy sequence), else ``messages`` itself.
-    """
-    kind = type(messages)
-    if kind is MessageChain or kind is LazyMessages:
-        return messages.structure  # type: ignore[attr-defined]
-    structure = getattr(messages, "structure", None)
-    return structure if isinstance(structure, (list, Snapshot)) else messages
 
 
 class PrefixMemo(Generic[S]):

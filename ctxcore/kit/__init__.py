@@ -109,6 +109,8 @@ from ctxcore.model.messages import (
     ToolCall,
     content_to_openai,
 )
+from ctxcore.model.plain import plain_fields, plain_message
+from ctxcore.model.structure import StructureItem
 from ctxcore.model.transactions import (
     Unit,
     check_tool_pairing,
@@ -207,6 +209,9 @@ __all__ = [
     "redact_text",
     "resolve_namespace",
     "structure_of",
+    "StructureItem",
+    "plain_fields",
+    "plain_message",
     "tokenize",
     "use_pipeline_context",
     "utc_now",

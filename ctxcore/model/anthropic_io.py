@@ -34,15 +34,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ctxcore.model._unchecked import unchecked_call, unchecked_message, unchecked_text
 from ctxcore.model.messages import (
     FileBlock,
     ImageBlock,
     Message,
     TextBlock,
     ToolCall,
-    unchecked_call,
-    unchecked_message,
-    unchecked_text,
 )
 
 __all__ = [

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ctxcore.errors import InvalidHistory
 from ctxcore.model.messages import Message, ToolCall
+from ctxcore.model.structure import structure_of
 
 __all__ = [
     "Unit",
@@ -57,7 +58,7 @@ def group_units(messages: Sequence[Message]) -> list[Unit]:
     while i < n:
         m = messages[i]
         j = i + 1
-        if m.role == "assistant" and m.tool_calls:
+        if m.role == "assistant" and m.has_tool_calls:
             pending = set(m.tool_call_ids)
             while j < n and pending and messages[j].role == "tool" and messages[j].tool_call_id in pending:
                 pending.discard(messages[j].tool_call_id)
@@ -219,7 +220,7 @@ def open_calls_after(messages: Sequence[Message], pending: frozenset[str] = froz
         elif open_:
             return None
         else:
-            if m.tool_calls:  # the ids, not the calls: a lazy history's stand-in for a dict has no ToolCall objects
+            if m.has_tool_calls:  # the ids, not the calls: a structure item (StructureItem) need not hold ToolCalls
                 calls = m.tool_call_ids
                 open_ = set(calls)
                 if len(open_) != len(calls) or "" in open_:
@@ -371,9 +372,7 @@ def _recover_user(
     Walks ``history`` back from its end (the window is its newest part), reading
     ids and roles from its structure, so a long history is not walked.
     """
-    structure = getattr(history, "structure", None)
-    if not isinstance(structure, list):
-        structure = history
+    structure = structure_of(history)
     target = window[first].id
     later: set[str] = set()  # ids of history[k + 1:] while walking back
     at = None
