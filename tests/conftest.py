@@ -31,3 +31,18 @@ def host():
         ("ctxcore-filters", ctxcore_filters.plugin),
         ("ctxcore-counters", ctxcore_counters.plugin),
     )
+
+
+@pytest.fixture(params=["reference", "fast"])
+def history_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a history behaviour test on each path: ``reference`` (eager, never stand-ins) and ``fast`` (stand-ins at every size).
+
+    The fast path is normally taken only for a run of more than ``FAST_RUN`` new
+    items; here its threshold is 0 (every size takes it) or out of reach, so the
+    same small histories exercise both implementations, as CPython's json tests
+    run against its pure and C versions.
+    """
+    from ctxcore_providers.history import provider
+
+    monkeypatch.setattr(provider, "FAST_RUN", 0 if request.param == "fast" else 1 << 62)
+    return str(request.param)

@@ -15,16 +15,19 @@ import math
 import zlib
 from typing import Any
 
-import ctxcore_providers.history as history_module
 import pytest
-from ctxcore_providers.history import History
+from ctxcore_providers.history import History, ids, provider, standins
+from ctxcore_providers.history.formats import is_call, item_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore import Message, messages_from_anthropic, messages_from_responses
 from ctxcore.model import anthropic_io, responses_io
 
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=400, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+# The history properties hold on the reference path and on the fast path (conftest.history_path).
+pytestmark = pytest.mark.usefixtures("history_path")
 
 # ------------------------------------------------------------------ values
 def _mostly(usual: st.SearchStrategy[Any], *rare: st.SearchStrategy[Any], odds: int = 12) -> st.SearchStrategy[Any]:
@@ -193,8 +196,8 @@ class TestHistoryOverFastPaths:
         """The history over Anthropic, Responses and chat items builds what it built with the validating converters."""
         fast = _built(items)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(history_module, "messages_from_anthropic", anthropic_io._validated_messages)
-            patch.setattr(history_module, "messages_from_responses", responses_io._validated_messages)
+            patch.setattr(provider, "messages_from_anthropic", anthropic_io._validated_messages)
+            patch.setattr(provider, "messages_from_responses", responses_io._validated_messages)
             reference = _built(items)
         assert fast == reference
 
@@ -213,23 +216,23 @@ def _old_history(items: list[Any], key: str = "messages") -> list[Message]:
     i = 0
     while i < len(items):
         item = items[i]
-        if history_module._is_call(item):
+        if is_call(item):
             j = i
-            while j < len(items) and history_module._is_call(items[j]):
+            while j < len(items) and is_call(items[j]):
                 j += 1
             made = responses_io._validated_messages(items[i:j])[0]
-            reading = "\x1d".join(history_module._stable_id("", 0, x) for x in items[i:j])
+            reading = "\x1d".join(ids.stable_id("", 0, x) for x in items[i:j])
             out.append(made.model_copy(update={"id": f"{key}:{i}:{zlib.crc32(reading.encode()):08x}"}))
             i = j
             continue
         if not isinstance(item, dict):
             raise ValueError("not a message dict")
-        kind = history_module._format(item)
+        kind = item_format(item)
         if kind == "openai":
-            out.append(Message.from_openai(item, id=history_module._stable_id(key, i, item)))
+            out.append(Message.from_openai(item, id=ids.stable_id(key, i, item)))
         else:
             made = anthropic_io._validated_messages(item) if kind == "anthropic" else responses_io._validated_messages([item])
-            base = history_module._stable_id(key, i, item)
+            base = ids.stable_id(key, i, item)
             out.extend(m.model_copy(update={"id": f"{base}.{k}" if k else base}) for k, m in enumerate(made))
         i += 1
     return out
@@ -288,13 +291,15 @@ class TestLazyIds:
     def test_the_fast_paths_leave_ids_to_be_made_when_read(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A cold build of Anthropic items computes no stable id before the messages are read."""
         calls = {"n": 0}
-        real = history_module._stable_id
+        real = ids.stable_id
 
         def counting(*args: Any) -> str:
             calls["n"] += 1
             return real(*args)
 
-        monkeypatch.setattr(history_module, "_stable_id", counting)
+        monkeypatch.setattr(provider, "FAST_RUN", 0)  # the fast path at this size
+        monkeypatch.setattr(provider, "stable_id", counting)
+        monkeypatch.setattr(standins, "stable_id", counting)
         items = [{"role": "user", "content": [{"type": "text", "text": "q"}, {"type": "text", "text": "r"}]},
                  {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]

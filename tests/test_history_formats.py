@@ -16,6 +16,9 @@ from ctxcore_providers import History
 from ctxcore import messages_from_responses
 from ctxcore.model.messages import Message
 
+# Every behaviour here holds on the reference path and on the fast path (conftest.history_path).
+pytestmark = pytest.mark.usefixtures("history_path")
+
 CALL = {"type": "function_call", "call_id": "c1", "name": "read", "arguments": '{"p": "a.py"}'}
 CALL2 = {"type": "function_call", "call_id": "c2", "name": "grep", "arguments": "{}"}
 
@@ -80,9 +83,9 @@ def test_a_next_turn_converts_only_the_new_item_in_every_form(monkeypatch: pytes
     converted: list[Any] = []
     real = module.History._convert
 
-    def spy(self: History, index: int, item: Any) -> Any:
+    def spy(self: History, index: int, item: Any, bulk: bool) -> Any:
         converted.append(index)
-        return real(self, index, item)
+        return real(self, index, item, bulk)
 
     monkeypatch.setattr(module.History, "_convert", spy)
     for turn in (
@@ -125,18 +128,23 @@ def test_an_item_that_cannot_be_read_names_its_place(item: dict[str, Any], needl
 def test_the_collector_paused_for_a_long_conversion_is_running_again_even_after_an_error() -> None:
     import gc
 
-    from ctxcore_providers.history import PAUSE_GC
+    from ctxcore_providers.history import PAUSE_GC, provider
 
     items: list[Any] = [{"role": "user", "content": f"m{k}"} for k in range(PAUSE_GC + 5)]
     seen: list[bool] = []
-    real = Message.from_openai_run
+    real, real_step = provider.stand_in_run, provider.History._step
 
-    def spy(items: Any, start: int, out: list[Message], *args: Any) -> int:
+    def spy(items: Any, start: int, *args: Any) -> int:
         seen.append(gc.isenabled())
-        return real(items, start, out, *args)
+        return real(items, start, *args)
+
+    def spy_step(self: History, items: Any, start: int, *args: Any) -> int:
+        seen.append(gc.isenabled())
+        return real_step(self, items, start, *args)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Message, "from_openai_run", spy)
+        mp.setattr(provider, "stand_in_run", spy)  # the fast path's conversion
+        mp.setattr(provider.History, "_step", spy_step)  # the reference path's
         read(History(), items)
         assert seen and not any(seen) and gc.isenabled()
         items.append({"role": "bogus", "content": "x"})

@@ -1,6 +1,6 @@
 """``Message.from_openai`` builds plain chat dicts without validation: the result must equal the validated one.
 
-The fast path (``ctxcore.model.messages._plain_openai``) is taken for dicts of the
+The fast path (``ctxcore.model.plain.plain_openai``, after the one plain check ``plain_fields``) is taken for dicts of the
 usual shape and must be indistinguishable from the validating path: same fields,
 same fields-set (``model_dump(exclude_unset=True)``), same OpenAI dict back, same
 fingerprint. Dicts it does not accept must still fail with the validating path's error.
@@ -15,17 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from ctxcore.model.messages import (
-    _READ_FIELDS,
-    _ROLE_DEFAULTS,
-    Message,
-    ToolCall,
-    _plain_calls,
-    _plain_openai,
-    _plain_shape,
-    _plain_tool_call,
-    copied_message,
-)
+from ctxcore.model.messages import _READ_FIELDS, Message, copied_message
+from ctxcore.model.plain import plain_calls, plain_fields, plain_message, plain_openai
 
 texts = st.one_of(st.none(), st.text(max_size=20), st.sampled_from(["NaN", '{"a": NaN}', '{"x": 1}', ""]))
 names = st.one_of(st.none(), st.text(max_size=5), st.integers(0, 3))
@@ -92,11 +83,11 @@ def test_the_fast_path_is_taken_for_the_usual_shapes() -> None:
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "content": "42", "tool_call_id": "c1", "name": "f"},
     ):
-        made = _plain_openai(Message, data, "x")
+        made = plain_openai(data, "x")
         assert made is not None and made == _validated(data, id="x")
-    assert isinstance(_plain_tool_call(call), ToolCall)
-    assert _plain_tool_call({**call, "function": {"name": "f", "arguments": '{"a": NaN}'}}) is None  # repaired by the validator
-    assert _plain_openai(Message, {"role": "user", "content": [{"type": "text", "text": "hi"}]}, "x") is None
+    assert plain_calls([call]) == ("c1", "f", "{}")
+    assert plain_calls([{**call, "function": {"name": "f", "arguments": '{"a": NaN}'}}]) is None  # repaired by the validator
+    assert plain_openai({"role": "user", "content": [{"type": "text", "text": "hi"}]}, "x") is None
 
 
 def test_fast_messages_keep_the_role_rules() -> None:
@@ -111,80 +102,18 @@ def test_fast_messages_keep_the_role_rules() -> None:
         m.content = "y"  # type: ignore[misc]
 
 
-run_items = st.lists(
-    st.one_of(dicts, dicts, dicts, st.just({"type": "message", "role": "user", "content": "hi"}), st.just("not a dict"),
-              st.just({"role": "user", "content": [{"type": "text", "text": "parts"}]})),
-    max_size=6,
-)
-
-
-def _run_id(index: int, item: dict[str, Any], content: Any) -> str:
-    return f"h:{index}:{item.get('role')}:{content!r}"
-
-
-@settings(max_examples=300, deadline=None)
-@given(run_items, st.integers(0, 2))
-def test_a_run_of_dicts_builds_what_from_openai_builds_one_by_one(items: list[Any], start: int) -> None:
-    """``Message.from_openai_run`` = ``from_openai(item, id=make_id(...))`` for each item of the run, stopping where it should."""
-    start = min(start, len(items))
-    expected_stop = start
-    while expected_stop < len(items):
-        item = items[expected_stop]
-        if type(item) is not dict or "type" in item or not (item.get("content") is None or type(item.get("content")) is str):
-            break
-        expected_stop += 1
-    out: list[Message] = []
-    try:
-        stop = Message.from_openai_run(items, start, out, _run_id)
-    except ValueError as exc:
-        failing = start + len(out)
-        assert failing < expected_stop
-        item = items[failing]
-        assert _outcome(lambda: _validated(item, id=_run_id(failing, item, item.get("content")))) == ("error", str(exc))
-    else:
-        assert stop == expected_stop
-        assert len(out) == stop - start
-    for k, made in enumerate(out, start):
-        item = items[k]
-        expected = _outcome(lambda: _validated(item, id=_run_id(k, item, item.get("content"))))  # noqa: B023
-        assert ("ok", (made.model_dump(), made.model_dump(exclude_unset=True), made.to_openai(), made.fingerprint,
-                       made.text)) == expected
-
-
-def test_a_run_takes_the_fast_path_for_plain_dicts() -> None:
-    """Plain dicts in a run are not validated (guard against the run silently taking the slow path)."""
-    items = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None,
-             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-             {"role": "tool", "content": "42", "tool_call_id": "c1"}, {"type": "message"}]
-    out: list[Message] = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Message, "from_openai", classmethod(lambda cls, data, **kw: pytest.fail("validated")))
-        assert Message.from_openai_run(items, 0, out, _run_id) == 3
-    assert [m.role for m in out] == ["user", "assistant", "tool"] and out[1].tool_calls[0].id == "c1"
-
-
-def _deferred_run(item: dict[str, Any]) -> tuple[Any, ...] | None:
-    """What ``from_openai_run`` hands ``defer`` for ``item``, or ``None`` when it converts it at once."""
-    out: list[Any] = []
-    try:
-        Message.from_openai_run([item], 0, out, _run_id, lambda fields: ("deferred", fields[6]))
-    except ValueError:
-        return None
-    return out[0] if out and type(out[0]) is tuple else None
-
-
 @settings(max_examples=400, deadline=None)
 @given(dicts, st.sampled_from([None, {"semantic_kind": "tool_observation"}]), st.sampled_from([None, "cleaned"]))
 def test_a_deferred_dict_builds_what_from_openai_builds(data: dict[str, Any], metadata: dict[str, Any] | None,
                                                         content: str | None) -> None:
-    """``Message.from_deferred`` of the fields a run deferred is ``from_openai(dict, id=...)``; with metadata
+    """``plain_message`` of the fields ``plain_fields`` read is ``from_openai(dict, id=...)``; with metadata
     (and other content) it is that message's ``model_copy(update=...)``: same fields, fields-set, fingerprint."""
-    deferred = _deferred_run(data)
-    if deferred is None:
+    fields = plain_fields(data)
+    if fields is None:
         return
     expected = Message.from_openai(data, id="m1")
-    calls_read = deferred[1]
-    made = Message.from_deferred("m1", data["role"], data["content"], data.get("name"), data.get("tool_call_id"), calls_read)
+    calls_read = fields[3]
+    made = plain_message("m1", data["role"], data["content"], data.get("name"), data.get("tool_call_id"), calls_read)
     assert _outcome(lambda: made) == _outcome(lambda: _validated(data, id="m1"))
     assert made == expected and made.model_fields_set == expected.model_fields_set
     update: dict[str, Any] = {}
@@ -193,8 +122,8 @@ def test_a_deferred_dict_builds_what_from_openai_builds(data: dict[str, Any], me
     if content is not None:
         update["content"] = content
     copied = BaseModel.model_copy(expected, update=update)  # pydantic's own copy: the reference
-    made = Message.from_deferred("m1", data["role"], update.get("content", data["content"]), data.get("name"),
-                                 data.get("tool_call_id"), calls_read, metadata)
+    made = plain_message("m1", data["role"], update.get("content", data["content"]), data.get("name"),
+                         data.get("tool_call_id"), calls_read, metadata)
     assert (made.model_dump(), made.model_fields_set, made.fingerprint, made.text) == (
         copied.model_dump(), copied.model_fields_set, copied.fingerprint, copied.text)
     assert made == copied
@@ -257,40 +186,18 @@ def test_model_copy_of_a_subclass_or_a_deep_copy_takes_pydantics_path() -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(run_items, st.integers(0, 2))
-def test_a_run_defers_exactly_the_plain_dicts(items: list[Any], start: int) -> None:
-    """With ``defer``, the run's inline check defers exactly the dicts ``_plain_shape`` and ``_plain_calls``
-    accept, handing over the fields as the dict holds them; every other dict of the run is converted as
-    without ``defer``, and the run stops where it stops without it."""
-    start = min(start, len(items))
-    deferred: list[Any] = []
-    eager: list[Any] = []
-    try:
-        expected_stop = Message.from_openai_run(items, start, eager, _run_id)
-    except ValueError:
-        expected_stop = None
-    out: list[Any] = []
-    try:
-        contents: dict[int, str] = {}
-        stop = Message.from_openai_run(items, start, out, _run_id,
-                                       lambda fields: deferred.append(fields) or ("deferred", fields[2]), contents, "tag")
-    except ValueError:
-        assert expected_stop is None
+@given(dicts)
+def test_the_plain_check_accepts_only_what_validation_would_not_change(data: dict[str, Any]) -> None:
+    """A dict ``plain_fields`` accepts converts without error to the message built from what it read."""
+    fields = plain_fields(data)
+    if fields is None:
         return
-    assert stop == expected_stop and len(out) == len(eager) == stop - start
-    for k, (made, converted) in enumerate(zip(out, eager, strict=True), start):
-        item = items[k]
-        calls = item.get("tool_calls")
-        plain = _plain_shape(item) is not None and (calls is None or _plain_calls(calls) is not None)
-        if not plain:
-            assert made == converted
-            continue
-        assert made == ("deferred", k)
-        fields = next(f for f in deferred if f[2] == k)
-        defaults = _ROLE_DEFAULTS[item["role"]]
-        assert fields == ("tag", contents, k, item["role"], item.get("name"), item.get("tool_call_id"),
-                          () if calls is None else _plain_calls(calls), defaults[0], defaults[1])
-        assert contents.get(k) == item["content"] and (k in contents) == (item["content"] is not None)
-        tag, _, _, role, name, call_id, calls_read = fields[:7]
-        assert Message.from_deferred("x", role, contents.get(k), name, call_id, calls_read) == converted.model_copy(
-            update={"id": "x"})
+    defaults, name, call_id, calls = fields
+    assert plain_message("m1", defaults[3], data["content"], name, call_id, calls) == _validated(data, id="m1")
+
+
+def test_an_empty_tool_calls_list_is_not_plain_and_comes_back() -> None:
+    """``"tool_calls": []`` takes the validating path, which keeps it: ``to_openai()`` gives the three keys back."""
+    data = {"role": "assistant", "content": "x", "tool_calls": []}
+    assert plain_fields(data) is None
+    assert Message.from_openai(data).to_openai() == data

@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 from ctxcore import ConfigError, Pipeline, ai, human, tool
 from ctxcore.testing import fresh_host
 
+# Every behaviour here holds on the reference path and on the fast path (conftest.history_path).
+pytestmark = pytest.mark.usefixtures("history_path")
+
 
 def state(turns: int) -> dict:
     msgs = []

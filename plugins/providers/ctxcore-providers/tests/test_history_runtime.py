@@ -22,6 +22,9 @@ from ctxcore import ImageBlock, Message, ai, human, tool
 from ctxcore.kit import DEFAULT_PROMPTS
 from ctxcore.testing.contracts import ProviderContract
 
+# Every behaviour here holds on the reference path and on the fast path (conftest.history_path).
+pytestmark = pytest.mark.usefixtures("history_path")
+
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
 CALL = {"role": "assistant", "content": None,
         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}

@@ -126,6 +126,9 @@ def test_private_copy_equals_and_shares_nothing_mutable(value: object) -> None:
 # ------------------------------------------------------------------ contracts
 from ctxcore.testing.contracts import ProviderContract  # noqa: E402
 
+# Every behaviour here holds on the reference path and on the fast path (conftest.history_path).
+pytestmark = pytest.mark.usefixtures("history_path")
+
 
 class TestStaticPromptContract(ProviderContract):
     """static_prompt passes the provider contract."""
