@@ -21,7 +21,8 @@ from ctxcore_counters import TiktokenCounter
 from ctxcore_filters import TokenBudget
 from ctxcore_memory import SqliteMemoryStore
 from ctxcore_providers import History, MemoryRecall, MemoryRecallConfig, RuntimeContext, StaticPrompt
-from ctxcore_providers import history as history_module
+from ctxcore_providers.history import provider as history_provider
+from ctxcore_providers.history import standins as history_standins
 from ctxcore_providers._render import context_message
 from ctxcore_providers.history import GUARD
 from hypothesis import HealthCheck, given, settings
@@ -213,20 +214,25 @@ class TestDictHistory:
         state = {"messages": history}
         builder.build(state)
         calls = {"taken": 0, "convert": 0, "copy": 0}
-        convert, private_copy = Message.from_openai.__func__, history_module.private_copy  # type: ignore[attr-defined]
-        run, deferred = Message.from_openai_run.__func__, Message.from_deferred.__func__  # type: ignore[attr-defined]
+        convert, private_copy = Message.from_openai.__func__, history_provider.private_copy  # type: ignore[attr-defined]
+        step, run, deferred = history_provider.History._step, history_provider.stand_in_run, history_standins.plain_message
 
         def counted_convert(cls: type[Message], data: Any, **kw: Any) -> Message:
             calls["convert"] += 1
             return convert(cls, data, **kw)
 
-        def counted_deferred(cls: type[Message], *args: Any) -> Message:
+        def counted_deferred(*args: Any) -> Message:
             calls["convert"] += 1
-            return deferred(cls, *args)
+            return deferred(*args)
 
-        def counted_run(cls: type[Message], items: Any, start: int, out: list[Message], *args: Any) -> int:
-            stop: int = run(cls, items, start, out, *args)
-            calls["taken"] += stop - start  # stand-ins: each made by from_deferred when it is read
+        def counted_run(items: Any, start: int, *args: Any) -> int:
+            stop: int = run(items, start, *args)
+            calls["taken"] += stop - start  # stand-ins (the fast path): each message made when it is read
+            return stop
+
+        def counted_step(self: Any, items: Any, start: int, *args: Any) -> int:
+            stop: int = step(self, items, start, *args)
+            calls["taken"] += stop - start  # the reference path: converted now
             return stop
 
         def counted_copy(value: Any) -> Any:
@@ -234,9 +240,10 @@ class TestDictHistory:
             return private_copy(value)
 
         monkeypatch.setattr(Message, "from_openai", classmethod(counted_convert))
-        monkeypatch.setattr(Message, "from_deferred", classmethod(counted_deferred))
-        monkeypatch.setattr(Message, "from_openai_run", classmethod(counted_run))
-        monkeypatch.setattr(history_module, "private_copy", counted_copy)
+        monkeypatch.setattr(history_standins, "plain_message", counted_deferred)
+        monkeypatch.setattr(history_provider, "stand_in_run", counted_run)
+        monkeypatch.setattr(history_provider.History, "_step", counted_step)
+        monkeypatch.setattr(history_provider, "private_copy", counted_copy)
         history.append(dict(dict_transcript[20_000]))
         tracemalloc.start()
         try:
@@ -455,7 +462,7 @@ def test_an_earlier_build_does_not_change_when_the_history_changes_afterwards(st
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(start=histories(max_units=60), budget=st.integers(40, 300), data=st.data())
 def test_a_long_dict_history_read_late_is_what_was_built(start: list[Message], budget: int, data: Any) -> None:
-    """Plain chat dicts are kept as stand-ins until read (history._Stored): with most of a long dict history
+    """Plain chat dicts are kept as stand-ins until read (history.standins.Stored): with most of a long dict history
     dropped, every build's messages and report (the dropped records' ids, previews and tokens made only now),
     read after later appends, in-place edits of the newest dicts and other changes, are what a fresh builder
     gave for the history as it was then."""

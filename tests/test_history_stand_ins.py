@@ -1,6 +1,6 @@
 """A plain chat dict in the ``history`` provider becomes a :class:`Message` only when it is read.
 
-The provider stores each plain dict as a stand-in (``ctxcore_providers.history._Stored``):
+The provider stores each plain dict as a stand-in (``ctxcore_providers.history.standins.Stored``, on the fast path):
 its structural fields, read once, for the engine's whole-history walks; its message
 and id are made the first time the history's first layer reads it. These tests pin
 that the stand-in gives exactly the eager conversion, that nothing outside the
@@ -19,8 +19,8 @@ import pytest
 from ctxcore_counters import TiktokenCounter
 from ctxcore_filters import TokenBudget
 from ctxcore_providers import History
-from ctxcore_providers import history as history_module
-from ctxcore_providers.history import GUARD, _stable_id
+from ctxcore_providers.history import GUARD, provider, standins
+from ctxcore_providers.history import stable_id as _stable_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +30,12 @@ from ctxcore.kit import CLOSE_MARKER, OPEN_MARKER
 from ctxcore.model.messages import Message
 
 KEY = "messages"
+
+
+@pytest.fixture(autouse=True)
+def _fast_path_at_every_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests pin the stand-ins themselves: the fast path is taken at every size (not only past FAST_RUN)."""
+    monkeypatch.setattr(provider, "FAST_RUN", 0)
 
 TEXT = st.one_of(st.none(), st.text(max_size=200), st.text(alphabet="ab", min_size=120, max_size=300))
 CALL_ID = st.one_of(st.text(alphabet="abc12", min_size=1, max_size=6), st.just(""), st.none(), st.integers(0, 3))
@@ -99,7 +105,7 @@ def test_a_stand_in_reads_as_exactly_the_eager_conversion(items: list[dict[str, 
         assert isinstance(m, Message) and isinstance(e, Message)
         assert shape(m) == shape(e)
         s = stored[k]
-        assert (s.id, s.role, s.zone, s.trust, s.priority, s.tool_call_id, s.tool_call_ids, bool(s.tool_calls)) == (
+        assert (s.id, s.role, s.zone, s.trust, s.priority, s.tool_call_id, s.tool_call_ids, s.has_tool_calls) == (
             e.id, e.role, e.zone, e.trust, e.priority, e.tool_call_id, e.tool_call_ids, bool(e.tool_calls))
         assert out.has_id(e.id)  # type: ignore[attr-defined]
 
@@ -142,7 +148,7 @@ def test_plain_dicts_become_stand_ins_and_the_others_messages() -> None:
         {"role": "assistant", "content": "x", "refusal": None},
     ]
     stored = structure_of(History().get_messages({"messages": items}, {}))
-    assert [type(m).__name__ for m in stored] == ["Message", "_Stored", "_Stored", "_Stored", "Message", "_Stored", "Message"]
+    assert [type(m).__name__ for m in stored] == ["Message", "Stored", "Stored", "Stored", "Message", "Stored", "Message"]
 
 
 def test_a_cold_build_converts_only_the_messages_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,16 +161,16 @@ def test_a_cold_build_converts_only_the_messages_it_reads(monkeypatch: pytest.Mo
                    "tool_calls": [{"id": f"c{k}", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
                   {"role": "tool", "content": f"result {k} " * 20, "tool_call_id": f"c{k}"}]
     made = {"messages": 0, "ids": 0}
-    convert, deferred = Message.from_openai.__func__, Message.from_deferred.__func__  # type: ignore[attr-defined]
-    chat_id, fields_id = history_module._chat_id, history_module._fields_id
+    convert, deferred = Message.from_openai.__func__, standins.plain_message  # type: ignore[attr-defined]
+    chat_id, fields_id = provider.stable_id, standins.fields_id
 
     def counted_convert(cls: type[Message], *args: Any, **kw: Any) -> Message:
         made["messages"] += 1
         return convert(cls, *args, **kw)
 
-    def counted_deferred(cls: type[Message], *args: Any) -> Message:
+    def counted_deferred(*args: Any) -> Message:
         made["messages"] += 1
-        return deferred(cls, *args)
+        return deferred(*args)
 
     def counted_id(*args: Any) -> str:
         made["ids"] += 1
@@ -175,9 +181,9 @@ def test_a_cold_build_converts_only_the_messages_it_reads(monkeypatch: pytest.Mo
         return fields_id(*args)
 
     monkeypatch.setattr(Message, "from_openai", classmethod(counted_convert))
-    monkeypatch.setattr(Message, "from_deferred", classmethod(counted_deferred))
-    monkeypatch.setattr(history_module, "_chat_id", counted_id)
-    monkeypatch.setattr(history_module, "_fields_id", counted_fields_id)
+    monkeypatch.setattr(standins, "plain_message", counted_deferred)
+    monkeypatch.setattr(provider, "stable_id", counted_id)
+    monkeypatch.setattr(standins, "fields_id", counted_fields_id)
     builder = pipeline(400)
     built = builder.build({"messages": items})
     history = [m for m in built.messages if m.source == "history"]
@@ -221,13 +227,13 @@ def test_has_id_computes_the_id_of_the_message_it_is_asked_about_only(monkeypatc
     first = provider.get_messages({"messages": items}, {})
     expected = [_stable_id(KEY, k, item) for k, item in enumerate(items)]
     calls = {"n": 0}
-    fields_id = history_module._fields_id  # a stand-in's id, from the fields it read
+    fields_id = standins.fields_id  # a stand-in's id, from the fields it read
 
     def counted_id(*args: Any) -> str:
         calls["n"] += 1
         return fields_id(*args)
 
-    monkeypatch.setattr(history_module, "_fields_id", counted_id)
+    monkeypatch.setattr(standins, "fields_id", counted_id)
     assert first.has_id(expected[7]) and calls["n"] == 1  # type: ignore[attr-defined]
     assert first.has_id(expected[7]) and calls["n"] == 1  # type: ignore[attr-defined]
     bogus = ["messages:7:00000000", "other:7:" + expected[7].split(":")[2], "messages:20:00000000", "messages:x:1",
@@ -283,7 +289,7 @@ def test_a_reused_stand_in_at_another_position_keeps_its_id_findable() -> None:
     fresh = History(annotate=False).get_messages({"messages": changed}, {})
     assert [m.model_dump() for m in out] == [m.model_dump() for m in fresh]
     assert len(out) == 8 and all(out.has_id(m.id) for m in fresh)  # type: ignore[attr-defined]
-    assert type(structure_of(out)[3]).__name__ == "_Stored"  # the old stand-in of item 1, now at position 3
+    assert type(structure_of(out)[3]).__name__ == "Stored"  # the old stand-in of item 1, now at position 3
 
 
 def test_a_rebuild_keeps_the_contents_of_the_stand_ins_it_keeps_only() -> None:
@@ -297,7 +303,7 @@ def test_a_rebuild_keeps_the_contents_of_the_stand_ins_it_keeps_only() -> None:
     assert not gc.is_tracked(provider._contents) and len(provider._contents) == 12
     shorter = [*items[:4], {"role": "user", "content": "replaced"}, *items[5:8]]  # a new list: a rebuild
     second = provider.get_messages({"messages": shorter}, {})
-    kept = [s for s in structure_of(second) if type(s).__name__ == "_Stored"]
+    kept = [s for s in structure_of(second) if type(s).__name__ == "Stored"]
     assert len(kept) == 7 and sorted(k for k in provider._contents if k >= 0) == [s.index for s in kept]
     assert [m.model_dump() for m in second] == [m.model_dump() for m in History(annotate=False).get_messages(
         {"messages": shorter}, {})]
