@@ -21,10 +21,10 @@ from ctxcore_counters import TiktokenCounter
 from ctxcore_filters import TokenBudget
 from ctxcore_memory import SqliteMemoryStore
 from ctxcore_providers import History, MemoryRecall, MemoryRecallConfig, RuntimeContext, StaticPrompt
-from ctxcore_providers.history import provider as history_provider
-from ctxcore_providers.history import standins as history_standins
 from ctxcore_providers._render import context_message
 from ctxcore_providers.history import GUARD
+from ctxcore_providers.history import provider as history_provider
+from ctxcore_providers.history import standins as history_standins
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

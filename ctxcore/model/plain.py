@@ -48,13 +48,11 @@ def plain_fields(data: Any) -> PlainFields | None:
         return None
     if role == "tool" and not call_id:
         return None
-    calls: tuple[str, ...] | None = ()
-    if "tool_calls" in data:
-        raw = data["tool_calls"]
-        calls = plain_calls(raw) if role == "assistant" and type(raw) is list and raw else None
-        if calls is None:
-            return None
-    return defaults, name, call_id, calls
+    if "tool_calls" not in data:
+        return defaults, name, call_id, ()
+    raw = data["tool_calls"]
+    calls = plain_calls(raw) if role == "assistant" and type(raw) is list and raw else None
+    return None if calls is None else (defaults, name, call_id, calls)
 
 
 def plain_calls(calls: list[Any]) -> tuple[str, ...] | None:
