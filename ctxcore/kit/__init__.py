@@ -29,7 +29,6 @@ from ctxcore.engine.lazy import (
     PrefixMemo,
     Snapshot,
     is_lazy,
-    structure_of,
 )
 from ctxcore.engine.protocols import (
     Checkpointer,
@@ -110,7 +109,7 @@ from ctxcore.model.messages import (
     content_to_openai,
 )
 from ctxcore.model.plain import plain_fields, plain_message
-from ctxcore.model.structure import StructureItem
+from ctxcore.model.structure import StructureItem, structure_of
 from ctxcore.model.transactions import (
     Unit,
     check_tool_pairing,
