@@ -207,7 +207,6 @@ class ContextBuilder:
         self._stamped_parts: dict[str, tuple[tuple[Message, ...], LazyMessages]] = {}
         self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
         self._repairs = RepairCache()  # past-message repair decisions, by message object
-        self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
         # provider -> {id(message): message} of output messages that passed its per-message rules
         self._valid: dict[str, dict[int, Message]] = {}
         # the last output that every step after the filters left unchanged, with its counts (engine.reuse)
@@ -266,7 +265,7 @@ class ContextBuilder:
                 self._component_failed(step, "provider", exc, report, started)
                 continue
             parts.append(self._stamp(step, produced, report, started))
-        return self._finish(self._chain(parts), state, runtime, report)
+        return self._finish(MessageChain(parts), state, runtime, report)
 
     async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Like :meth:`build`, awaiting providers' ``aget_messages`` concurrently."""
@@ -292,7 +291,7 @@ class ContextBuilder:
                 self._component_failed(step, "provider", produced, report, started)
                 continue
             parts.append(self._stamp(step, produced, report, started))
-        return self._finish(self._chain(parts), state, runtime, report)
+        return self._finish(MessageChain(parts), state, runtime, report)
 
     def transform(self, messages: Iterable[Message | Mapping[str, Any]], runtime: Mapping[str, Any] | None = None) -> list[Message]:
         """Run only the filters over ``messages`` (Messages or OpenAI dicts)."""
@@ -305,12 +304,6 @@ class ContextBuilder:
         report.warnings.extend(self.warnings)
         report._cache_start = (self.counter.hits, self.counter.misses)
         return report
-
-    def _chain(self, parts: list[Sequence[Message]]) -> MessageChain:
-        """The providers' outputs as one sequence that knows whether it extends the last build's."""
-        chain = MessageChain(parts, previous=self._last_chain)
-        self._last_chain = chain
-        return chain
 
     def _stamp(self, step: Step, produced: Any, report: BuildReport, started: float) -> Sequence[Message]:
         """The provider's messages with ``source`` set to the step id, stamped lazily.
