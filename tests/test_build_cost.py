@@ -557,7 +557,7 @@ class TestWindowReuse:
         state = {"messages": history}
         builder.build(state)
         history.append(human("one more question"))
-        module = sys.modules[TokenBudget.__module__]
+        module = sys.modules["ctxcore_filters.token_window"]
         units = module._units_newest_first
         walked: list[int] = []
 
