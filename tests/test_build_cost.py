@@ -905,16 +905,16 @@ class TestProviderAfterHistory:
     def test_a_next_turn_walks_only_the_new_messages_for_legality_and_shape(
         self, transcript: list[Message], monkeypatch: Any
     ) -> None:
-        budget_module = sys.modules[TokenBudget.__module__]
+        window_module = sys.modules["ctxcore_filters.token_window"]
         walked = count_walks(monkeypatch, units=0)
-        units = budget_module._units_newest_first
+        units = window_module._units_newest_first
 
         def counted_units(structure: Any, floor: int) -> Any:
             for unit in units(structure, floor):
                 walked["units"] += 1
                 yield unit
 
-        monkeypatch.setattr(budget_module, "_units_newest_first", counted_units)
+        monkeypatch.setattr(window_module, "_units_newest_first", counted_units)
         counter = TiktokenCounter("cl100k_base")
         builder = agent_builder(counter, 32_000, after=True)
         history = [m.to_openai() for m in transcript[:3_000]]
