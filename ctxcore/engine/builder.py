@@ -2,10 +2,16 @@
 
 The builder owns the order of a build: every provider contributes messages
 (stamped with its step id as ``source``), every filter transforms the sequence,
-the output is checked for tool-call pairing, counted once through the shared
-count cache, and returned with a report of every decision. A next turn's
-output is checked from the last one's (:mod:`ctxcore.engine.reuse`): only its
-new messages get the per-message steps.
+the steps after the filters (:mod:`ctxcore.engine.output`) repair, start,
+validate and count the output once through the shared count cache, and it is
+returned with a report of every decision.
+
+Invariant: what a build returns depends only on its components and inputs,
+never on the builds before it; the memos a builder keeps across builds
+(stamped copies, the legality walk, the checked filter results, the last
+output) only skip work whose answer they prove unchanged. Why: a next turn
+is the last one plus a message, and ``ContextBuilder(reuse=False)`` gives the
+same result without them, for comparison.
 """
 
 from __future__ import annotations
@@ -388,11 +394,10 @@ class ContextBuilder(OutputSteps):
 def _stamper(source: str) -> Callable[[Message], Message]:
     """The transform that sets ``source`` on messages that have none.
 
-    The copy is :func:`~ctxcore.model.messages.copied_message` (what
-    ``model_copy(update={"source": source})`` gives, without pydantic's copy
-    machinery: every new message of a next turn is stamped, after a garbage
-    collection in the bench, where each extra call is a cache miss). One update
-    mapping serves every copy (it is read, never kept).
+    Invariant: the copy equals ``model_copy(update={"source": source})``; it is
+    made by :func:`~ctxcore.model.messages.copied_message`, without pydantic's
+    copy machinery, because every new message of every build is stamped. One
+    update mapping serves every copy (it is read, never kept).
     """
     update = {"source": source}
 
