@@ -115,9 +115,10 @@ IMPORTS_ROOT ?= .
 lint-imports:
 	cd $(IMPORTS_ROOT) && $(abspath $(VENV))/bin/lint-imports $(CURDIR)/pyproject.toml --no-cache
 
-# Pyflakes, syntax and bugbear checks, and types of the core and every plugin package.
+# Pyflakes, syntax, bugbear and McCabe complexity (C901, max 12 outside tests/bench/tools/examples:
+# pyproject's [tool.ruff.lint]) checks, and types of the core and every plugin package.
 lint: install lint-imports
-	$(VENV)/bin/ruff check --select F,E9,B,I,UP --target-version py310 --output-format concise ctxcore plugins examples tests bench tools
+	$(VENV)/bin/ruff check --select F,E9,B,I,UP,C901 --target-version py310 --output-format concise ctxcore plugins examples tests bench tools
 	$(VENV)/bin/mypy --ignore-missing-imports ctxcore
 	$(foreach p,$(PLUGIN_PROJECTS) $(INTEGRATION_PROJECTS),$(VENV)/bin/mypy --ignore-missing-imports $(dir $(p))$(subst -,_,$(notdir $(patsubst %/,%,$(dir $(p))))) &&) true
 

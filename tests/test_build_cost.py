@@ -564,7 +564,7 @@ class TestWindowReuse:
         state = {"messages": history}
         builder.build(state)
         history.append(human("one more question"))
-        module = sys.modules[TokenBudget.__module__]
+        module = sys.modules["ctxcore_filters.token_window"]
         units = module._units_newest_first
         walked: list[int] = []
 
@@ -772,20 +772,20 @@ class TestExtensionProofs:
         store.append(human("b", id="b"))
         grown = Snapshot(store)
         previous = MessageChain([LazyMessages(list(sys_a)), LazyMessages(old)])
-        chain = MessageChain([LazyMessages(list(sys_a)), LazyMessages(grown)], previous=previous)
+        chain = MessageChain([LazyMessages(list(sys_a)), LazyMessages(grown)])
         assert chain.structure.extends(previous.structure)
         assert [m.id for m in previous.structure] == ["s", "a"] and [m.id for m in chain.structure] == ["s", "a", "b"]
-        other_prompt = MessageChain([LazyMessages([system("t", id="t")]), LazyMessages(grown)], previous=previous)
+        other_prompt = MessageChain([LazyMessages([system("t", id="t")]), LazyMessages(grown)])
         assert not other_prompt.structure.extends(previous.structure)
-        unproven = MessageChain([LazyMessages(list(sys_a)), LazyMessages([*old, human("b", id="b")])], previous=previous)
+        unproven = MessageChain([LazyMessages(list(sys_a)), LazyMessages([*old, human("b", id="b")])])
         assert not unproven.structure.extends(previous.structure)
-        # no list of pointers is made; a chain two appends later still proves it extends the first (no `previous`)
-        assert isinstance(chain.structure, Joined) and chain.structure._joined is None
+        # a chain two appends later still proves it extends the first
+        assert isinstance(chain.structure, Joined)
         store.append(human("c", id="c"))
         later = MessageChain([LazyMessages(list(sys_a)), LazyMessages(Snapshot(store))])
         assert later.structure.extends(previous.structure) and later.structure.extends(chain.structure)
         assert [m.id for m in previous.structure] == ["s", "a"] and [m.id for m in chain.structure] == ["s", "a", "b"]
-        assert chain.structure.items == [*sys_a, *store[:2]] and chain.structure.items is chain.structure.items
+        assert chain.structure.tolist() == [*sys_a, *store[:2]]
 
     @pytest.mark.parametrize("after", [False, True])
     def test_a_next_turn_copies_no_history_list(self, after: bool) -> None:
@@ -795,20 +795,20 @@ class TestExtensionProofs:
         builder = agent_builder(TiktokenCounter("cl100k_base"), 4_000, after=after)
         history = [m.to_openai() for m in as_messages(coding_agent_transcript(300))]
         state = {"messages": history, "input": "go"}
+        chains: list[MessageChain] = []
+        finish = builder._finish
+        builder._finish = lambda chain, *rest: (chains.append(chain), finish(chain, *rest))[1]  # type: ignore[method-assign]
         first = builder.build(state)
-        chain = builder._last_chain
-        assert chain is not None
         history.append({"role": "user", "content": "one more"})
         state["input"] = "go on"
         second = builder.build(state)
-        grown = builder._last_chain
-        assert grown is not None and len(grown) == len(chain) + 1
+        chain, grown = chains
+        assert len(grown) == len(chain) + 1
         old_history, new_history = chain.parts[1].structure, grown.parts[1].structure
         assert new_history.extends(old_history) and new_history.items is old_history.items
         assert isinstance(grown.structure, Joined) and grown.structure.parts[1][1] is new_history
-        assert grown.structure._joined is None and chain.structure._joined is None  # nobody made a pointer list
-        assert grown.structure.extends(chain.structure) is not after  # a new current turn: shared up to its mark
-        assert grown.structure.shares(chain.structure) == (chain.structure.mark if after else len(chain))
+        assert grown.structure.extends(chain.structure) is not after  # a new current turn: shared up to it
+        assert grown.structure.shares(chain.structure) == (chain.structure.parts[-1][0] if after else len(chain))
         assert first.report.removed_count == len(chain) - len(first.messages)  # the old build's length, not the list's
         assert second.messages[-1 - after].text == "one more" and all(m.text != "one more" for m in first.messages)
 
@@ -840,44 +840,20 @@ class TestExtensionProofs:
 
     def test_a_chain_with_a_new_last_part_proves_what_it_shares(self) -> None:
         """A new last part (a provider after the history) stops the in-place growth, but the chain still proves,
-        by its parts, that it shares the previous chain's items up to the old last part, and marks its own."""
+        by its parts, that it shares the previous chain's items up to the old last part."""
         sys_a = [system("s", id="s")]
         store = [human("a", id="a")]
         old = Snapshot(store)
         store.append(ai("b", id="b"))
         previous = MessageChain([LazyMessages(list(sys_a)), LazyMessages(old), [human("now 1", id="n1")]])
-        assert previous.structure.mark == 2
-        chain = MessageChain([LazyMessages(list(sys_a)), LazyMessages(Snapshot(store)), [human("now 2", id="n2")]],
-                             previous=previous)
+        chain = MessageChain([LazyMessages(list(sys_a)), LazyMessages(Snapshot(store)), [human("now 2", id="n2")]])
         assert not chain.structure.extends(previous.structure) and chain.structure.shares(previous.structure) == 2
-        assert chain.structure.mark == 3 and [m.id for m in chain.structure] == ["s", "a", "b", "n2"]
+        assert [m.id for m in chain.structure] == ["s", "a", "b", "n2"]
         edited = MessageChain([LazyMessages(list(sys_a)), LazyMessages(Snapshot([human("x", id="a"), *store[1:]])),
-                               [human("now 2", id="n2")]], previous=previous)
+                               [human("now 2", id="n2")]])
         assert edited.structure.shares(previous.structure) == 1  # only the prompt: the history is a new list
-        other_prompt = MessageChain([LazyMessages([system("t", id="t")]), LazyMessages(Snapshot(store))], previous=previous)
+        other_prompt = MessageChain([LazyMessages([system("t", id="t")]), LazyMessages(Snapshot(store))])
         assert other_prompt.structure.shares(previous.structure) == 0
-
-    def test_prefix_memo_resumes_at_the_mark_when_only_the_last_part_changed(self) -> None:
-        """The walk's state at the chain's mark serves the next chain that shares the items up to it."""
-        store = [human("a", id="a")]
-        previous = MessageChain([LazyMessages(Snapshot(store)), [human("now 1", id="n1")]])
-        memo: PrefixMemo[int] = PrefixMemo()
-        walked: list[str] = []
-
-        def step(state: int, part: Any) -> int:
-            walked.extend(m.id for m in part)
-            return state + len(part)
-
-        assert memo.advance(previous.structure, 0, 0, step) == 2 and walked == ["a", "n1"]
-        store.append(ai("b", id="b"))
-        chain = MessageChain([LazyMessages(Snapshot(store)), [human("now 2", id="n2")]], previous=previous)
-        state, start = memo.resume(chain.structure)
-        assert (state, start) == (1, 1)  # after "a": the old mark
-        walked.clear()
-        assert memo.advance(chain.structure, state, start, step) == 3 and walked == ["b", "n2"]
-        unrelated = MessageChain([LazyMessages(Snapshot([human("z", id="z"), ai("b", id="b")])), [human("q", id="q")]])
-        assert memo.resume(unrelated.structure) == (None, 0)
-
 
     def test_a_walk_resumes_each_part_entered_in_the_same_state(self) -> None:
         """PrefixMemo.walk re-walks a changed part before the history (other text, other length) and resumes the
@@ -895,11 +871,11 @@ class TestExtensionProofs:
         store.append(human("c", id="c"))
         walked.clear()
         chain = MessageChain([LazyMessages([system("s2", id="s2"), human("r", id="r")]), LazyMessages(Snapshot(store)),
-                              [human("n2", id="n2")]], previous=previous)
+                              [human("n2", id="n2")]])
         assert memo.walk(chain.structure, (), step) == () and walked == ["s2", "r", "c", "n2"]
         walked.clear()
         opened = MessageChain([LazyMessages([system("s3?", id="s3?")]), LazyMessages(Snapshot(store)),
-                               [human("n2", id="n2")]], previous=chain)
+                               [human("n2", id="n2")]])
         assert memo.walk(opened.structure, (), step) == ("s3?",)  # the history entered in another state: walked again
         assert walked == ["s3?", "a", "b", "c", "n2"]
         walked.clear()
@@ -936,16 +912,16 @@ class TestProviderAfterHistory:
     def test_a_next_turn_walks_only_the_new_messages_for_legality_and_shape(
         self, transcript: list[Message], monkeypatch: Any
     ) -> None:
-        budget_module = sys.modules[TokenBudget.__module__]
+        window_module = sys.modules["ctxcore_filters.token_window"]
         walked = count_walks(monkeypatch, units=0)
-        units = budget_module._units_newest_first
+        units = window_module._units_newest_first
 
         def counted_units(structure: Any, floor: int) -> Any:
             for unit in units(structure, floor):
                 walked["units"] += 1
                 yield unit
 
-        monkeypatch.setattr(budget_module, "_units_newest_first", counted_units)
+        monkeypatch.setattr(window_module, "_units_newest_first", counted_units)
         counter = TiktokenCounter("cl100k_base")
         builder = agent_builder(counter, 32_000, after=True)
         history = [m.to_openai() for m in transcript[:3_000]]

@@ -87,16 +87,7 @@ def diff(ctx: click.Context, states: tuple[str, ...], pipeline_file: str, transc
     position where the request prefix differs (what breaks the prompt cache)
     with the filter that made it differ, and the token delta per source.
     """
-    if calls is not None and transcript is None:
-        fail("ctx diff: --calls needs --replay SESSION.json")
-    if steps is not None and thread_id is None:
-        fail("ctx diff: --steps needs --thread THREAD_ID")
-    if thread_id is not None and (transcript is not None or states):
-        fail("ctx diff: give one of two state files, --replay SESSION.json or --thread THREAD_ID")
-    if transcript is None and thread_id is None and len(states) != 2:
-        fail("ctx diff: give two state files (A.json B.json), or --replay SESSION.json [--calls I J]")
-    if transcript is not None and states:
-        fail("ctx diff: give either two state files or --replay SESSION.json, not both")
+    _check_sources(states, transcript, calls, thread_id, steps)
     runtime = parse_runtime(runtime_items)
     p = load_pipeline(ctx, pipeline_file)
     try:
@@ -124,3 +115,18 @@ def diff(ctx: click.Context, states: tuple[str, ...], pipeline_file: str, transc
         return
     for line in format_diff(d):
         click.echo(clean(line))  # message previews are user text: control characters shown as escapes
+
+
+def _check_sources(states: tuple[str, ...], transcript: str | None, calls: tuple[int, int] | None,
+                   thread_id: str | None, steps: tuple[int, int] | None) -> None:
+    """Fail with the fix unless the options name exactly one pair to compare: two states, a replay or a thread."""
+    if calls is not None and transcript is None:
+        fail("ctx diff: --calls needs --replay SESSION.json")
+    if steps is not None and thread_id is None:
+        fail("ctx diff: --steps needs --thread THREAD_ID")
+    if thread_id is not None and (transcript is not None or states):
+        fail("ctx diff: give one of two state files, --replay SESSION.json or --thread THREAD_ID")
+    if transcript is None and thread_id is None and len(states) != 2:
+        fail("ctx diff: give two state files (A.json B.json), or --replay SESSION.json [--calls I J]")
+    if transcript is not None and states:
+        fail("ctx diff: give either two state files or --replay SESSION.json, not both")

@@ -2,21 +2,23 @@
 
 The builder owns the order of a build: every provider contributes messages
 (stamped with its step id as ``source``), every filter transforms the sequence,
-the output is checked for tool-call pairing, counted once through the shared
-count cache, and returned with a report of every decision. A next turn's
-output is checked from the last one's (:mod:`ctxcore.engine.reuse`): only its
-new messages get the per-message steps.
+the steps after the filters (:mod:`ctxcore.engine.output`) repair, start,
+validate and count the output once through the shared count cache, and it is
+returned with a report of every decision.
+
+Invariant: what a build returns depends only on its components and inputs,
+never on the builds before it; the memos a builder keeps across builds
+(stamped copies, the legality walk, the checked filter results, the last
+output) only skip work whose answer they prove unchanged. Why: a next turn
+is the last one plus a message, and ``ContextBuilder(reuse=False)`` gives the
+same result without them, for comparison.
 """
 
 from __future__ import annotations
 
 import asyncio
-import operator
-import re
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -24,27 +26,22 @@ import structlog
 
 from ctxcore.engine.budget import CachedCounter, FilterContext, ModelBudget
 from ctxcore.engine.char_budget import check_input_chars, check_schema_chars
-from ctxcore.engine.lazy import (
-    LazyMessages,
-    MessageChain,
-    PrefixMemo,
-    is_lazy,
-)
+from ctxcore.engine.lazy import LazyMessages, MessageChain, PrefixMemo, is_lazy
+from ctxcore.engine.output import OutputSteps
 from ctxcore.engine.protocols import TokenCounter
 from ctxcore.engine.report import BuildReport, ComponentTiming
-from ctxcore.engine.reuse import OutputMemo, Reused, shared_runs
+from ctxcore.engine.reuse import shared_runs
+from ctxcore.engine.steps import (
+    BuiltContext,
+    Step,
+    as_steps,
+    coerce_messages,
+    preset_factory,
+    register_preset_factories,
+)
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
 from ctxcore.model.messages import Message, copied_message
-from ctxcore.model.transactions import (
-    check_tool_pairing,
-    legal_start,
-    open_calls_after,
-    sanitize_tool_call_history,
-)
-from ctxcore.render import to_anthropic, to_openai_responses, validate_request
-from ctxcore.render.caching import CachePlan, min_cacheable_tokens, plan_anthropic_cache
-from ctxcore.render.openai import check_openai_message
-from ctxcore.render.repair import RepairCache, repair_past
+from ctxcore.model.transactions import open_calls_after, sanitize_tool_call_history
 from ctxcore.render.target import TargetSpec
 
 __all__ = ["Step", "BuiltContext", "ContextBuilder", "coerce_messages", "register_preset_factories"]
@@ -55,106 +52,7 @@ log = structlog.get_logger("ctxcore.builder")
 _PASS_THROUGH = (BudgetExceeded, InvalidHistory)
 
 
-# The preset constructors behind ContextBuilder.for_chat & co. They live in the pipeline
-# layer (they compile shipped YAML pipelines), which registers them when it is imported
-# (``import ctxcore`` does), so the engine never imports a layer above it.
-_PRESET_FACTORIES: dict[str, Callable[..., Any]] = {}
-
-
-def register_preset_factories(**factories: Callable[..., Any]) -> None:
-    """Install the constructors behind :meth:`ContextBuilder.for_chat` and its siblings.
-
-    Called once by :mod:`ctxcore.pipeline.presets`; keys are the classmethod names
-    (``for_chat``, ``for_react``, ``for_skill``, ``resolve_for_llm``).
-    """
-    _PRESET_FACTORIES.update(factories)
-
-
-def _preset_factory(name: str) -> Callable[..., Any]:
-    try:
-        return _PRESET_FACTORIES[name]
-    except KeyError:  # only when the engine is used without the package that owns it
-        raise RuntimeError(f"ContextBuilder.{name} needs the pipeline layer: import ctxcore.pipeline.presets first") from None
-
-
-@dataclass(frozen=True)
-class Step:
-    """A component placed in a pipeline: its id, the object, and whether failure is fatal."""
-
-    id: str
-    component: Any
-    optional: bool = False
-
-
-@dataclass(frozen=True)
-class BuiltContext:
-    """The result of a build: the messages to send, the tools sent with them, and the report explaining them.
-
-    ``tools`` are the builder's tools plus the state's, as given (OpenAI function
-    tools are the usual form); the renderers convert them per provider.
-    """
-
-    messages: tuple[Message, ...]
-    report: BuildReport = field(repr=False)
-    tools: tuple[Mapping[str, Any], ...] = ()
-    #: the Anthropic ``cache_control`` breakpoints (``target.cache: auto``), or ``None``.
-    cache: CachePlan | None = None
-
-    def to_openai(self) -> list[dict[str, Any]]:
-        """The messages as OpenAI chat-completions dicts (send ``tools`` alongside as given)."""
-        return [m.to_openai() for m in self.messages]
-
-    def to_openai_responses(self) -> dict[str, Any]:
-        """The OpenAI Responses API body: ``input`` items, and ``tools`` when the build has any."""
-        return to_openai_responses(self.messages, self.tools)
-
-    def to_anthropic(self) -> dict[str, Any]:
-        """The Anthropic Messages API body: ``system`` blocks, alternating ``messages``, and ``tools`` when any."""
-        return to_anthropic(self.messages, self.tools, self.cache)
-
-
-def coerce_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
-    """Accept :class:`Message` objects or OpenAI dicts; return messages.
-
-    Raises:
-        ValueError: an item is neither; the message names its index.
-    """
-    out: list[Message] = []
-    for i, item in enumerate(items):
-        if isinstance(item, Message):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            try:
-                out.append(Message.from_openai(item))
-            except (ValueError, TypeError, KeyError) as exc:
-                raise ValueError(f"message {i}: {exc}") from exc
-        else:
-            raise ValueError(f"message {i}: expected a Message or a dict, got {type(item).__name__}")
-    return out
-
-
-def _as_steps(items: Sequence[Any], kind: str) -> list[Step]:
-    steps: list[Step] = []
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        step = item if isinstance(item, Step) else Step(id=_default_id(item, kind, i), component=item)
-        if step.id in seen:
-            step = Step(id=f"{step.id}#{i}", component=step.component, optional=step.optional)
-        seen.add(step.id)
-        steps.append(step)
-    return steps
-
-
-def _default_id(component: Any, kind: str, index: int) -> str:
-    """An explicit ``id`` attribute, else the class name in snake case (``StaticPrompt`` -> ``static_prompt``)."""
-    name = getattr(component, "id", None)
-    if isinstance(name, str) and name:
-        return name
-    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", type(component).__name__).lower()
-    return snake or f"{kind}s[{index}]"
-
-
-class ContextBuilder:
+class ContextBuilder(OutputSteps):
     """Assembles one model request from providers and filters.
 
     Args:
@@ -172,6 +70,9 @@ class ContextBuilder:
             state's ``tools`` list is added per build.
         warnings: standing warnings copied into every report (e.g. optional
             components a pipeline could not create).
+        reuse: check a next turn's output from the last one's (the default);
+            ``False`` runs every step after the filters in full each build, with
+            the same result (for comparing against the fast path).
     """
 
     def __init__(
@@ -186,11 +87,12 @@ class ContextBuilder:
         target: TargetSpec | None = None,
         tools: Sequence[Mapping[str, Any]] = (),
         warnings: Sequence[str] = (),
+        reuse: bool = True,
     ) -> None:
         if counter is None:
             raise TypeError("ContextBuilder needs a token counter (for example ctxcore_counters.ApproximateCounter())")
-        self.providers = _as_steps(providers, "provider")
-        self.filters = _as_steps(filters, "filter")
+        self.providers = as_steps(providers, "provider")
+        self.filters = as_steps(filters, "filter")
         self.counter = counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
         if isinstance(budget, int):
             budget = ModelBudget(context_window=budget)
@@ -200,22 +102,16 @@ class ContextBuilder:
         self.target = target or TargetSpec()
         self.tools = list(tools)
         self.warnings = list(warnings)
+        self.reuse = reuse
         # step id -> {id(stored message): (stored, copy with source set)}, kept across builds
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
         # step id -> (the tuple it returned last build, its stamped part): a provider returning the very
         # same tuple each build (a static prompt) gets the very same part, which the chain's proof reads by identity
         self._stamped_parts: dict[str, tuple[tuple[Message, ...], LazyMessages]] = {}
         self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
-        self._repairs = RepairCache()  # past-message repair decisions, by message object
-        self._last_chain: MessageChain | None = None  # what the next build's chain may prove it extends
-        # provider -> {id(message): message} of output messages that passed its per-message rules
-        self._valid: dict[str, dict[int, Message]] = {}
-        # the last output that every step after the filters left unchanged, with its counts (engine.reuse)
-        self._output = OutputMemo()
         # filter step id -> a copy of its last result, which passed _check_filter_output
         self._filter_checked: dict[str, list[Message]] = {}
-        # thread id -> (system fingerprints, other fingerprints) of its last build, for cache breakpoints
-        self._sent: OrderedDict[Any, tuple[tuple[str, ...], tuple[str, ...]]] = OrderedDict()
+        self._init_output_steps()
 
     # --------------------------------------------------------------- presets
     # Thin entry points; the logic (and the parameters) live in ctxcore.pipeline.presets,
@@ -223,22 +119,22 @@ class ContextBuilder:
     @classmethod
     def for_chat(cls, *args: Any, **kwargs: Any) -> ContextBuilder:
         """Chat preset: persona -> bootstrap (optional) -> history (see :func:`ctxcore.pipeline.presets.for_chat`)."""
-        return _preset_factory("for_chat")(*args, **kwargs)
+        return preset_factory("for_chat")(*args, **kwargs)
 
     @classmethod
     def for_react(cls, *args: Any, **kwargs: Any) -> ContextBuilder:
         """ReAct preset (see :func:`ctxcore.pipeline.presets.for_react`)."""
-        return _preset_factory("for_react")(*args, **kwargs)
+        return preset_factory("for_react")(*args, **kwargs)
 
     @classmethod
     def for_skill(cls, **kwargs: Any) -> ContextBuilder:
         """Skill preset (see :func:`ctxcore.pipeline.presets.for_skill`)."""
-        return _preset_factory("for_skill")(**kwargs)
+        return preset_factory("for_skill")(**kwargs)
 
     @classmethod
     def resolve_for_llm(cls, **kwargs: Any) -> Any:
         """Pick the builder for one LLM call (see :func:`ctxcore.pipeline.presets.resolve_for_llm`)."""
-        return _preset_factory("resolve_for_llm")(**kwargs)
+        return preset_factory("resolve_for_llm")(**kwargs)
 
     # ------------------------------------------------------------------ build
     def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
@@ -266,7 +162,7 @@ class ContextBuilder:
                 self._component_failed(step, "provider", exc, report, started)
                 continue
             parts.append(self._stamp(step, produced, report, started))
-        return self._finish(self._chain(parts), state, runtime, report)
+        return self._finish(MessageChain(parts), state, runtime, report)
 
     async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Like :meth:`build`, awaiting providers' ``aget_messages`` concurrently."""
@@ -292,7 +188,7 @@ class ContextBuilder:
                 self._component_failed(step, "provider", produced, report, started)
                 continue
             parts.append(self._stamp(step, produced, report, started))
-        return self._finish(self._chain(parts), state, runtime, report)
+        return self._finish(MessageChain(parts), state, runtime, report)
 
     def transform(self, messages: Iterable[Message | Mapping[str, Any]], runtime: Mapping[str, Any] | None = None) -> list[Message]:
         """Run only the filters over ``messages`` (Messages or OpenAI dicts)."""
@@ -305,12 +201,6 @@ class ContextBuilder:
         report.warnings.extend(self.warnings)
         report._cache_start = (self.counter.hits, self.counter.misses)
         return report
-
-    def _chain(self, parts: list[Sequence[Message]]) -> MessageChain:
-        """The providers' outputs as one sequence that knows whether it extends the last build's."""
-        chain = MessageChain(parts, previous=self._last_chain)
-        self._last_chain = chain
-        return chain
 
     def _stamp(self, step: Step, produced: Any, report: BuildReport, started: float) -> Sequence[Message]:
         """The provider's messages with ``source`` set to the step id, stamped lazily.
@@ -381,7 +271,7 @@ class ContextBuilder:
         a copy of the result is kept, so a later step mutating the list cannot change what was checked.
         """
         previous = self._filter_checked.pop(step_id, None)
-        tail = shared_runs(previous, result)[1] if previous else 0
+        tail = shared_runs(previous, result)[1] if previous and self.reuse else 0
         _check_filter_output(result, tail)
         self._filter_checked[step_id] = result.copy()
 
@@ -414,45 +304,15 @@ class ContextBuilder:
             report.warnings.append(note)
         return result.messages
 
-    def _repair_past(self, messages: list[Message], report: BuildReport) -> list[Message]:
-        """Repair or drop past messages the target cannot take (decided once per message, see render.repair)."""
-        result = repair_past(messages, self.target.provider, self._repairs)
-        if result.dropped:
-            report.record_dropped(result.dropped, by="sanitize")
-        for note in result.notes:
-            log.info("history_repaired", detail=note)
-            report.notes.append(note)
-        return result.messages
-
     def _is_legal(self, structure: Sequence[Message]) -> bool:
         """Tool-call legality of ``structure``, walking only what is new since the last build.
 
         Part by part (PrefixMemo.walk): nothing is open after a system prompt, so
         a prompt whose text changed is walked again and the history resumes.
         """
+        if not self.reuse:
+            return open_calls_after(structure, frozenset()) == frozenset()
         return self._legality.walk(structure, (frozenset(),), _legality_step)[0] == frozenset()
-
-    def _legal_start(
-        self, messages: list[Message], history: Sequence[Message], tool_tokens: int, report: BuildReport
-    ) -> tuple[list[Message], bool]:
-        """The output with a legal start, and whether an earlier user message was recovered into it."""
-        budget = self.budget.max_input_tokens if self.budget else None
-
-        def fits(m: Message) -> bool:  # only called when a recovery is possible
-            if budget is None:
-                return True
-            used = self.counter.count_messages(messages) + tool_tokens
-            return used + self.counter.count_message(m) <= budget
-
-        result = legal_start(messages, history=history if self.target.recover_user else None, fits=fits)
-        if result.dropped:
-            report.record_dropped(result.dropped, by="legal_start")
-        if result.recovered is not None:
-            report.record_recovered(result.recovered)
-            text = " ".join(result.recovered.text.split())
-            text = text if len(text) <= 60 else text[:59] + "…"
-            report.notes.append(f"legal_start recovered the earlier user message {text!r} so the request starts with the user")
-        return result.messages, result.recovered is not None
 
     def _finish(
         self, messages: MessageChain, state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
@@ -470,81 +330,9 @@ class ContextBuilder:
                     budget=self.budget.max_input_tokens, required=tool_tokens + self.counter.priming, report=report,
                 )
         sanitized = self._sanitize(messages, report)
-        output = self._run_filters(sanitized, runtime, report, budget)
-        key = self._reuse_key()
-        reused = self._reuse_output(output, key) if key is not None else None
-        if reused is not None:
-            if reused.dropped:
-                report.record_dropped(reused.dropped, by="legal_start")
-            output = reused.messages
-            tokens = reused.shared_counts + self.counter.count_each(output[reused.tail:])
-            self.counter.hits += reused.tail  # as count_each would have answered them
-            self._output.save(output, tokens, key)
-        else:
-            repaired = self._repair_past(output, report) if self.target.sanitize != "off" else output
-            clean = len(repaired) == len(output) and all(map(operator.is_, repaired, output))
-            output = repaired
-            if self.target.legal_start:
-                output, recovered = self._legal_start(output, sanitized, tool_tokens, report)
-                clean = clean and not recovered
-            tokens = self._validated_counts(output, report)
-            if key is not None and clean:  # every past message sendable as it is: the next build may reuse it
-                self._output.save(output, tokens, key)
-            else:
-                self._output.forget()
+        output, tokens = self._final_output(self._run_filters(sanitized, runtime, report, budget), sanitized,
+                                            tool_tokens, report)
         return self._checked(output, tokens, origin, tool_tokens, report, tuple(tools), runtime.get("thread_id"))
-
-    def _reuse_key(self) -> tuple[Any, ...] | None:
-        """The settings an :class:`~ctxcore.engine.reuse.OutputMemo` holds for, or ``None`` when it cannot be used.
-
-        The memo needs an output that passed the pairing walk: OpenAI validation
-        or the plain pairing check (Anthropic's validation has rules across
-        messages the memo does not track).
-        """
-        t = self.target
-        if t.validate_request and t.provider != "openai":
-            return None
-        if not t.validate_request and not self.check_pairing:
-            return None
-        return (t.provider, t.validate_request, t.sanitize, t.legal_start, t.recover_user)
-
-    def _reuse_output(self, output: list[Message], key: tuple[Any, ...]) -> Reused | None:
-        """The counts of the messages ``output`` shares with the last output, when only its new tail needed checks."""
-        provider = self.target.provider
-        valid = self._valid.setdefault(provider, {})
-        validate = self.target.validate_request
-
-        def check_new(m: Message, index: int) -> bool:
-            if not validate or valid.get(id(m)) is m:
-                return True
-            try:
-                check_openai_message(m, index)
-            except InvalidHistory:
-                return False  # the full steps raise it, with a fresh build's index and message
-            valid[id(m)] = m
-            return True
-
-        repairs = self._repairs
-
-        def repaired(m: Message) -> bool:
-            fixed, reason = repairs.get(m, provider)
-            return fixed is not m or reason is not None
-
-        result = self._output.reuse(output, key, check_new, repaired if self.target.sanitize != "off" else None,
-                                    self.target.legal_start, self.target.recover_user)
-        if result is not None:
-            repairs.forget_all_but(result.messages)
-            if len(valid) > 2 * len(result.messages) + 1024:
-                self._valid[provider] = {id(m): m for m in result.messages}
-        return result
-
-    def _validated_counts(self, messages: list[Message], report: BuildReport) -> list[int]:
-        """Validate the output for the target (or check its pairing) and count each message."""
-        if self.target.validate_request:
-            self._validate(messages)  # includes the pairing check
-        elif self.check_pairing:
-            check_tool_pairing(messages)
-        return self.counter.count_each(messages)
 
     def _checked(
         self, messages: list[Message], tokens: list[int], origin: MessageChain, tool_tokens: int, report: BuildReport,
@@ -571,49 +359,6 @@ class ContextBuilder:
         built = BuiltContext(messages=tuple(messages), report=report, tools=tools, cache=cache)
         self._notify(built)
         return built
-
-    def _validate(self, messages: list[Message]) -> None:
-        """``validate_request`` on the output, OpenAI's per-message rules only for messages not validated before.
-
-        The output holds ``Message`` objects only (filter outputs are checked),
-        which are frozen, so a message that passed OpenAI's per-message rules in
-        an earlier build passes them again; the pairing walk sees the whole
-        output every build. Errors (and their order) are validate_request's.
-        """
-        provider = self.target.provider
-        if provider != "openai":
-            validate_request(messages, provider)
-            return
-        check_tool_pairing(messages)
-        valid = self._valid.setdefault(provider, {})
-        for index, m in enumerate(messages):
-            if valid.get(id(m)) is not m:
-                check_openai_message(m, index)
-                valid[id(m)] = m
-        if len(valid) > 2 * len(messages) + 1024:  # remember only what the last output holds
-            self._valid[provider] = {id(m): m for m in messages}
-
-    def _cache_plan(
-        self, messages: list[Message], tokens: list[int], tool_tokens: int, has_tools: bool, thread: Any
-    ) -> CachePlan | None:
-        """Anthropic breakpoints for ``cache: auto``: one pass over the output's fingerprints (cached per message)."""
-        target = self.target
-        if target.provider != "anthropic" or target.cache != "auto":
-            return None
-        system = tuple(m.fingerprint for m in messages if m.role == "system")
-        rest = tuple(m.fingerprint for m in messages if m.role != "system")
-        previous = self._sent.pop(thread, None)
-        reused = 0
-        if previous is not None and previous[0] == system:
-            for a, b in zip(previous[1], rest, strict=False):
-                if a != b:
-                    break
-                reused += 1
-        self._sent[thread] = (system, rest)
-        if len(self._sent) > 1024:  # remember the most recent threads only
-            self._sent.popitem(last=False)
-        minimum = target.cache_min_tokens or min_cacheable_tokens(target.model)
-        return plan_anthropic_cache([m.role for m in messages], tokens, tool_tokens, has_tools, reused, minimum)
 
     def _component_failed(self, step: Step, kind: str, exc: BaseException, report: BuildReport, started: float) -> None:
         if not step.optional:
@@ -649,11 +394,10 @@ class ContextBuilder:
 def _stamper(source: str) -> Callable[[Message], Message]:
     """The transform that sets ``source`` on messages that have none.
 
-    The copy is :func:`~ctxcore.model.messages.copied_message` (what
-    ``model_copy(update={"source": source})`` gives, without pydantic's copy
-    machinery: every new message of a next turn is stamped, after a garbage
-    collection in the bench, where each extra call is a cache miss). One update
-    mapping serves every copy (it is read, never kept).
+    Invariant: the copy equals ``model_copy(update={"source": source})``; it is
+    made by :func:`~ctxcore.model.messages.copied_message`, without pydantic's
+    copy machinery, because every new message of every build is stamped. One
+    update mapping serves every copy (it is read, never kept).
     """
     update = {"source": source}
 

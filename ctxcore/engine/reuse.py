@@ -37,7 +37,10 @@ from dataclasses import dataclass
 from itertools import compress, count, islice, repeat
 from operator import is_, is_not
 
+from ctxcore.errors import InvalidHistory
 from ctxcore.model.messages import Message
+from ctxcore.model.transactions import legal_start, open_calls_after
+from ctxcore.render.repair import repeated_results
 
 __all__ = ["OutputMemo", "Reused", "shared_runs"]
 
@@ -73,23 +76,32 @@ def shared_runs(previous: list[Message], current: Sequence[Message], limit: int 
     return runs, at
 
 
-def _open_calls_at(previous: list[Message], start: int, end: int) -> set[str] | None:
-    """Call ids still unanswered after ``previous[start:end]`` (a run of an output that passed the pairing walk).
+def _open_after_runs(previous: list[Message], runs: list[tuple[int, int]]) -> frozenset[str] | None:
+    """The calls still open after the shared runs (each a run of an output that passed the pairing walk).
 
-    ``None`` when the run starts with a tool result (its call is outside the run:
-    the full walk decides).
+    ``None`` when the runs cannot be joined as they are (no run; a run starts
+    with a tool result, whose call is outside it; a run follows one that left
+    calls open): the full walk decides.
     """
-    if previous[start].role == "tool":
-        return None
+    pending: frozenset[str] | None = frozenset() if runs else None
+    for a, b in runs:
+        if pending or previous[a].role == "tool":
+            return None
+        pending = _open_calls_at(previous, b)
+    return pending
+
+
+def _open_calls_at(previous: list[Message], end: int) -> frozenset[str]:
+    """Call ids still unanswered after ``previous[:end]`` (``previous`` passed the pairing walk as a whole)."""
     if end == len(previous):
-        return set()  # the whole output passed: nothing open at its end
+        return frozenset()  # the whole output passed: nothing open at its end
     k = end - 1
     while previous[k].role == "tool":
         k -= 1
     m = previous[k]
     if m.role != "assistant" or not m.tool_calls:
-        return set()
-    return set(m.tool_call_ids).difference(previous[i].tool_call_id for i in range(k + 1, end))
+        return frozenset()
+    return frozenset(m.tool_call_ids).difference(previous[i].tool_call_id for i in range(k + 1, end))
 
 
 class OutputMemo:
@@ -127,68 +139,45 @@ class OutputMemo:
         ``output`` is the filters' output. ``check_new(message, index)`` is true
         when a tail message passes the per-message rules; ``repaired(message)``
         is true when a past message would be changed or dropped by the repair
-        step (``None``: no repair step). With ``legal_start`` the leading
-        non-user messages after the system prefix are dropped as
-        :func:`~ctxcore.model.transactions.legal_start` drops them (they must be
-        sendable as they are: the repair step runs before it; with
-        ``recover_user`` such a drop is left to the full step). The tail's pairing
-        is walked here, from the calls the shared runs leave open. ``None``
-        means "run the full steps": they decide, and raise a fresh build's errors.
+        step (``None``: no repair step). With ``legal_start`` the drop of
+        :func:`~ctxcore.model.transactions.legal_start` is applied (its dropped
+        messages must be sendable as they are: the repair step runs before it;
+        with ``recover_user`` a drop is left to the full step). The tail's
+        pairing is walked with :func:`~ctxcore.model.transactions.open_calls_after`
+        from the calls the shared runs leave open. ``None`` means "run the full
+        steps": they decide, and raise a fresh build's errors.
         """
         previous = self.messages
         if key != self.key or not previous:
             return None
-        dropped: list[Message] = []
-        if legal_start:
-            cut = _legal_cut(output)
-            if cut is None:
-                return None
-            i, j = cut
-            if j > i:
-                if recover_user:
-                    return None
-                dropped = output[i:j]
-                if repaired is not None and (any(map(repaired, dropped)) or _repeats_a_result(dropped)):
-                    return None
-                output = output[:i] + output[j:]
-        runs, tail = shared_runs(previous, output)
-        if not runs:
+        cut = _legal_cut(output, repaired, recover_user) if legal_start else (output, [])
+        if cut is None:
             return None
-        pending: set[str] = set()
+        output, dropped = cut
+        runs, tail = shared_runs(previous, output)
+        pending = _open_after_runs(previous, runs)
+        if pending is None or not self._tail_passes(output, runs, tail, pending, check_new, repaired):
+            return None
+        counts: list[int] = []
         for a, b in runs:
-            if pending:
-                return None  # the next run starts with a non-tool message while calls are open
-            opened = _open_calls_at(previous, a, b)
-            if opened is None:
-                return None
-            pending = opened
+            counts.extend(self.tokens[a:b])
+        return Reused(output, counts, tail, dropped)
+
+    def _tail_passes(
+        self, output: list[Message], runs: list[tuple[int, int]], tail: int, pending: frozenset[str],
+        check_new: Callable[[Message, int], bool], repaired: Callable[[Message], bool] | None,
+    ) -> bool:
+        """Whether the new tail passes the per-message rules, the repair step and the pairing walk."""
+        previous = self.messages
         if repaired is not None and runs[-1][1] == len(previous) and tail < len(output):
             if repaired(previous[-1]):  # the last output's current turn is now a past message
-                return None
+                return False
         end = len(output) - 1
         for index in range(tail, len(output)):
             m = output[index]
             if not check_new(m, index) or (repaired is not None and index != end and repaired(m)):
-                return None
-            if m.role == "tool":
-                if m.tool_call_id not in pending:
-                    return None
-                pending.discard(m.tool_call_id)
-                continue
-            if pending:
-                return None
-            if m.role == "assistant" and m.tool_calls:
-                ids = m.tool_call_ids
-                if "" in ids or len(set(ids)) != len(ids):
-                    return None
-                pending = set(ids)
-        if pending:
-            return None
-        tokens = self.tokens
-        counts: list[int] = []
-        for a, b in runs:
-            counts.extend(tokens[a:b])
-        return Reused(output, counts, tail, dropped)
+                return False
+        return open_calls_after(output[tail:], pending) == frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,36 +190,20 @@ class Reused:
     dropped: list[Message]
 
 
-def _legal_cut(messages: Sequence[Message]) -> tuple[int, int] | None:
-    """``(i, j)``: the system prefix ends at ``i``, the first user message after it is at ``j``.
-
-    ``legal_start`` drops the non-system messages of ``messages[i:j]``; ``None``
-    when that is not a plain drop (no user message, a system or protected
-    message in the way): the full step decides.
-    """
-    n = len(messages)
-    i = 0
-    while i < n and messages[i].role == "system":
-        i += 1
-    j = i
-    while j < n and messages[j].role != "user":
-        m = messages[j]
-        if m.role == "system" or m.zone == "protected":
-            return None
-        j += 1
-    if j == n and j > i:
+def _legal_cut(
+    output: list[Message], repaired: Callable[[Message], bool] | None, recover_user: bool,
+) -> tuple[list[Message], list[Message]] | None:
+    """:func:`~ctxcore.model.transactions.legal_start` on ``output`` and what it dropped, when that is all the full
+    steps would do: nothing recovered, nothing raised, no dropped message the repair step would change."""
+    try:
+        result = legal_start(output)
+    except InvalidHistory:
+        return None  # the full step raises it, with a fresh build's index
+    dropped = result.dropped
+    if not dropped:
+        return output, []
+    if recover_user:
         return None
-    return i, j
-
-
-def _repeats_a_result(messages: Sequence[Message]) -> bool:
-    """Whether a tool result repeats one since the last assistant message (the repair step drops such a repeat)."""
-    answered: set[str] = set()
-    for m in messages:
-        if m.role == "assistant":
-            answered = set()
-        elif m.role == "tool" and m.tool_call_id is not None:
-            if m.tool_call_id in answered:
-                return True
-            answered.add(m.tool_call_id)
-    return False
+    if repaired is not None and (any(map(repaired, dropped)) or repeated_results(dropped)):
+        return None
+    return result.messages, dropped

@@ -107,6 +107,17 @@ def _where(path: list[str]) -> str:
     return "".join(path)
 
 
+def _check_key(key: Any, path: list[str]) -> None:
+    """Raise UnstorableState unless ``key`` is a str JSON stores exactly (a str with no lone surrogate)."""
+    if not isinstance(key, str):
+        raise UnstorableState(
+            f"{_where(path)} has a {type(key).__name__} key {key!r}; JSON keys are strings, "
+            f"so it would come back changed — use str keys; nothing was written"
+        )
+    if not _utf8_ok(key):
+        raise UnstorableState(f"{_where(path)} has a key with a lone surrogate, which cannot be stored; nothing was written")
+
+
 def _check_exact(value: Any, path: list[str]) -> None:
     """Raise UnstorableState naming the first part of ``value`` JSON cannot return exactly."""
     if value is None or isinstance(value, (bool, int)):
@@ -126,13 +137,7 @@ def _check_exact(value: Any, path: list[str]) -> None:
         )
     if isinstance(value, dict):
         for key, item in value.items():
-            if not isinstance(key, str):
-                raise UnstorableState(
-                    f"{_where(path)} has a {type(key).__name__} key {key!r}; JSON keys are strings, "
-                    f"so it would come back changed — use str keys; nothing was written"
-                )
-            if not _utf8_ok(key):
-                raise UnstorableState(f"{_where(path)} has a key with a lone surrogate, which cannot be stored; nothing was written")
+            _check_key(key, path)
             path.append(f"[{key!r}]")
             _check_exact(item, path)
             path.pop()

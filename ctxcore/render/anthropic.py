@@ -254,6 +254,30 @@ def _tool_result(m: Message, tool_use_id: str | None) -> dict[str, Any]:
     return block
 
 
+def _check_anthropic_message(m: Message, index: int, is_last: bool) -> None:
+    """Raise :class:`InvalidHistory` when the Messages API would reject ``m`` itself (``is_last``: the current turn)."""
+    if m.role in ("system", "assistant") and content_kinds(m) - {"text"}:
+        raise InvalidHistory(f"Anthropic accepts images and files only from the user, not in a {m.role} message", index=index)
+    for block in m.content if isinstance(m.content, tuple) else ():
+        if isinstance(block, ImageBlock):
+            source = _source(block.url)
+            if source["type"] == "base64" and source["media_type"] not in ANTHROPIC_IMAGE_TYPES:
+                raise InvalidHistory(
+                    f"Anthropic accepts base64 images as {', '.join(sorted(ANTHROPIC_IMAGE_TYPES))}, not "
+                    f"{source['media_type']}; convert the image (e.g. to PNG) before adding it",
+                    index=index,
+                )
+    if m.role == "user" and is_last and not _blocks(m):
+        # A blank user message in the past is left out by the renderer; the
+        # current one is the question itself, so sending nothing is refused.
+        raise InvalidHistory("Anthropic rejects a user message with empty content", index=index)
+    for call in m.tool_calls:
+        if not _ANTHROPIC_ID.match(call.id):
+            raise InvalidHistory(f"tool call id {call.id!r} does not match Anthropic's [a-zA-Z0-9_-]+", index=index)
+        if not isinstance(_tool_use(call.id, call.name, call.arguments)["input"], dict):
+            raise InvalidHistory(f"tool call {call.id!r}: Anthropic requires the arguments to be a JSON object", index=index)
+
+
 def check_anthropic(items: Sequence[Message]) -> None:
     """Raise :class:`InvalidHistory` for the first message the Messages API would reject (pairing is checked elsewhere)."""
     last = max((k for k, m in enumerate(items) if m.role != "system"), default=-1)
@@ -268,26 +292,7 @@ def check_anthropic(items: Sequence[Message]) -> None:
             index=first,
         )
     for index, m in enumerate(items):
-        if m.role in ("system", "assistant") and content_kinds(m) - {"text"}:
-            raise InvalidHistory(f"Anthropic accepts images and files only from the user, not in a {m.role} message", index=index)
-        for block in m.content if isinstance(m.content, tuple) else ():
-            if isinstance(block, ImageBlock):
-                source = _source(block.url)
-                if source["type"] == "base64" and source["media_type"] not in ANTHROPIC_IMAGE_TYPES:
-                    raise InvalidHistory(
-                        f"Anthropic accepts base64 images as {', '.join(sorted(ANTHROPIC_IMAGE_TYPES))}, not "
-                        f"{source['media_type']}; convert the image (e.g. to PNG) before adding it",
-                        index=index,
-                    )
-        if m.role == "user" and index == last and not _blocks(m):
-            # A blank user message in the past is left out by the renderer; the
-            # current one is the question itself, so sending nothing is refused.
-            raise InvalidHistory("Anthropic rejects a user message with empty content", index=index)
-        for call in m.tool_calls:
-            if not _ANTHROPIC_ID.match(call.id):
-                raise InvalidHistory(f"tool call id {call.id!r} does not match Anthropic's [a-zA-Z0-9_-]+", index=index)
-            if not isinstance(_tool_use(call.id, call.name, call.arguments)["input"], dict):
-                raise InvalidHistory(f"tool call {call.id!r}: Anthropic requires the arguments to be a JSON object", index=index)
+        _check_anthropic_message(m, index, index == last)
     _, rendered, origins, _ = _render_anthropic(items)
     for k in range(1, len(rendered)):  # guaranteed by the merge; checked so a regression cannot ship
         if rendered[k]["role"] == rendered[k - 1]["role"]:  # pragma: no cover

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ctxcore.model.messages import Message, TextBlock, strict_json_loads
 
-__all__ = ["RepairCache", "RepairResult", "repair_message", "repair_past"]
+__all__ = ["RepairCache", "RepairResult", "repair_message", "repair_past", "repeated_results"]
 
 
 @dataclass
@@ -68,36 +68,59 @@ def repair_message(m: Message, provider: str) -> tuple[Message | None, str | Non
     if m.role == "user" and _empty(m, provider):
         return None, f"a user message without content cannot be sent to {provider}"
     if m.role == "assistant":
-        if not m.tool_calls:
-            if _empty(m, provider):
-                return None, f"an assistant message without content or tool calls cannot be sent to {provider}"
-            return m, None
-        update: dict[str, object] = {}
-        reasons = []
-        if m.content is not None and _empty(m, provider):
-            update["content"] = None
-            reasons.append("empty content beside tool calls removed")
-        seen: set[str] = set()
-        calls = []
-        for call in m.tool_calls:
-            if call.id in seen:
-                reasons.append(f"tool call id {call.id!r} repeated: the repeat dropped")
-                continue
-            seen.add(call.id)
-            if provider == "anthropic":
-                fixed = _object_arguments(call.arguments)
-                if fixed is not None:
-                    reasons.append(f"tool call {call.id!r}: arguments not a JSON object, wrapped in one")
-                    call = call.model_copy(update={"arguments": fixed})
-            calls.append(call)
-        if len(calls) != len(m.tool_calls) or any(a is not b for a, b in zip(calls, m.tool_calls, strict=True)):
-            update["tool_calls"] = tuple(calls)
-        if update:
-            return m.model_copy(update=update), "; ".join(reasons)
+        if m.tool_calls:
+            return _repair_calls(m, provider)
+        if _empty(m, provider):
+            return None, f"an assistant message without content or tool calls cannot be sent to {provider}"
         return m, None
     if m.role in ("system", "tool") and (m.content is None or (isinstance(m.content, tuple) and not m.content)):
         return m.model_copy(update={"content": ""}), f"a {m.role} message without content given empty text"
     return m, None
+
+
+def _repair_calls(m: Message, provider: str) -> tuple[Message, str | None]:
+    """An assistant message with tool calls: empty content removed, repeated call ids dropped, arguments wrapped."""
+    update: dict[str, object] = {}
+    reasons = []
+    if m.content is not None and _empty(m, provider):
+        update["content"] = None
+        reasons.append("empty content beside tool calls removed")
+    seen: set[str] = set()
+    calls = []
+    for call in m.tool_calls:
+        if call.id in seen:
+            reasons.append(f"tool call id {call.id!r} repeated: the repeat dropped")
+            continue
+        seen.add(call.id)
+        fixed = _object_arguments(call.arguments) if provider == "anthropic" else None
+        if fixed is not None:
+            reasons.append(f"tool call {call.id!r}: arguments not a JSON object, wrapped in one")
+            call = call.model_copy(update={"arguments": fixed})
+        calls.append(call)
+    if len(calls) != len(m.tool_calls) or any(a is not b for a, b in zip(calls, m.tool_calls, strict=True)):
+        update["tool_calls"] = tuple(calls)
+    if update:
+        return m.model_copy(update=update), "; ".join(reasons)
+    return m, None
+
+
+def repeated_results(messages: Sequence[Message]) -> set[int]:
+    """Indices of tool results that repeat a result for the same call since the last assistant message.
+
+    A provider takes one result per call; :func:`repair_past` drops such a
+    repeat, and the engine's output reuse (:mod:`ctxcore.engine.reuse`) asks
+    the same question of the messages a legal start drops.
+    """
+    repeats: set[int] = set()
+    answered: set[str] = set()
+    for index, m in enumerate(messages):
+        if m.role == "assistant":
+            answered = set()
+        elif m.role == "tool" and m.tool_call_id is not None:
+            if m.tool_call_id in answered:
+                repeats.add(index)
+            answered.add(m.tool_call_id)
+    return repeats
 
 
 class RepairCache:
@@ -126,19 +149,15 @@ def repair_past(messages: Sequence[Message], provider: str, cache: RepairCache |
     cache = cache or RepairCache()
     out: list[Message] = []
     result = RepairResult(out)
-    answered: set[str] = set()
     last = len(messages) - 1
+    repeats = repeated_results(messages[:last])
     for index, m in enumerate(messages):
-        if m.role == "assistant":
-            answered = set()
         if index == last:
             out.append(m)
             break
         fixed, reason = cache.get(m, provider)
-        if m.role == "tool" and m.tool_call_id is not None:
-            if m.tool_call_id in answered:
-                fixed, reason = None, f"a second result for tool call {m.tool_call_id!r} cannot be sent"
-            answered.add(m.tool_call_id)
+        if index in repeats:
+            fixed, reason = None, f"a second result for tool call {m.tool_call_id!r} cannot be sent"
         if fixed is None:
             result.dropped.append(m)
             result.notes.append(f"sanitize dropped past message {m.id}: {reason}")

@@ -274,14 +274,7 @@ def diff_replay(
     from ctxcore.tools.replay import builder_requests, call_points
 
     points = call_points(messages)
-    if len(points) < 2:
-        raise ValueError(f"a replay diff needs two model calls; the transcript has {len(points)}")
-    if calls is not None:
-        for i in calls:
-            if not 0 <= i < len(points):
-                raise ValueError(f"call {i} does not exist; the transcript has calls 0 to {len(points) - 1}")
-        if calls[0] == calls[1]:
-            raise ValueError("give two different calls")
+    _check_calls(calls, len(points))
     tools = (state or {}).get("tools")
     call_of = {p.history: p.index for p in points}
     kept: dict[int, BuiltContext] = {}
@@ -315,6 +308,19 @@ def diff_replay(
         return {**d, "calls": [i, j]}, kept[j]
     (j, built), = kept.items()
     return {**best[0], "calls": [j - 1, j]}, built
+
+
+def _check_calls(calls: tuple[int, int] | None, count: int) -> None:
+    """Raise a ValueError a user can act on unless ``calls`` names two different calls of ``count`` (>= 2)."""
+    if count < 2:
+        raise ValueError(f"a replay diff needs two model calls; the transcript has {count}")
+    if calls is None:
+        return
+    for i in calls:
+        if not 0 <= i < count:
+            raise ValueError(f"call {i} does not exist; the transcript has calls 0 to {count - 1}")
+    if calls[0] == calls[1]:
+        raise ValueError("give two different calls")
 
 
 def diff_thread(

@@ -113,43 +113,74 @@ def _history_units(built: BuiltContext, history: Sequence[Message] | None,
     report = built.report
     records = [r for r in report.records if category_of(r, source_kinds) == "history"]
     by_id = {r.id: r for r in records}
-    groups: list[list[MessageRecord]] = []
-    if history is not None:
-        groups = [[by_id[m.id] for m in u.slice(history) if m.id in by_id] for u in group_units(history)]
-    else:
-        sent_ids = {r.id for r in records if r.position is not None}
-        for r in records:  # removed units; an original whose replacement was sent joins that unit below
-            if r.position is None and r.into not in sent_ids:
-                if r.unit_start or not groups:
-                    groups.append([r])
-                else:
-                    groups[-1].append(r)
-        sent = list(built.messages)
-        groups.extend([by_id[m.id] for m in u.slice(sent) if m.id in by_id] for u in group_units(sent))
-    groups = [g for g in groups if g]
+    groups = [g for g in _groups(built, history, records, by_id) if g]
     home = {r.id: i for i, g in enumerate(groups) for r in g}
-    if history is None:  # an original whose replacement was sent goes just before it (one pass, not one insert each)
-        before: dict[str, list[MessageRecord]] = {}
-        for r in records:
-            if r.id not in home and r.into in home:
-                before.setdefault(str(r.into), []).append(r)
-                home[r.id] = home[str(r.into)]
-
-        def expand(r: MessageRecord) -> list[MessageRecord]:
-            return [x for b in before.get(r.id, ()) for x in expand(b)] + [r]
-
-        for gi in {home[i] for i in before}:
-            groups[gi] = [x for r in groups[gi] for x in expand(r)]
+    if history is None:
+        _place_replaced(groups, records, home)
     after: dict[int, list[list[MessageRecord]]] = {}
-    for c in report.compressions:  # a replacement goes after the last unit it replaced
-        if c.new_id in by_id and c.new_id not in home:
-            last = max((home[i] for i in c.original_ids if i in home), default=None)
-            if last is not None:
-                if by_id[c.new_id].role == "tool":  # a compacted tool result stays in its call's unit
-                    groups[last].append(by_id[c.new_id])
-                else:
-                    after.setdefault(last, []).append([by_id[c.new_id]])
-                home[c.new_id] = last
+    _place_compressions(report.compressions, groups, by_id, home, after)
+    _place_added(records, groups, home, after)
+    ordered = [[r] for r in records if r.id not in home]  # removed, but not part of any input unit: oldest
+    ordered.extend(after.get(-1, []))
+    for i, g in enumerate(groups):
+        ordered.append(g)
+        ordered.extend(after.get(i, []))
+    return [_unit(g) for g in ordered]
+
+
+def _groups(built: BuiltContext, history: Sequence[Message] | None, records: list[MessageRecord],
+            by_id: dict[str, MessageRecord]) -> list[list[MessageRecord]]:
+    """The records grouped by the input's units, or (no input) removed units first, then the request's units."""
+    if history is not None:
+        return [[by_id[m.id] for m in u.slice(history) if m.id in by_id] for u in group_units(history)]
+    groups: list[list[MessageRecord]] = []
+    sent_ids = {r.id for r in records if r.position is not None}
+    for r in records:  # removed units; an original whose replacement was sent joins that unit below
+        if r.position is None and r.into not in sent_ids:
+            if r.unit_start or not groups:
+                groups.append([r])
+            else:
+                groups[-1].append(r)
+    sent = list(built.messages)
+    groups.extend([by_id[m.id] for m in u.slice(sent) if m.id in by_id] for u in group_units(sent))
+    return groups
+
+
+def _place_replaced(groups: list[list[MessageRecord]], records: list[MessageRecord], home: dict[str, int]) -> None:
+    """Put each original whose replacement was sent just before it (one pass, not one insert each)."""
+    before: dict[str, list[MessageRecord]] = {}
+    for r in records:
+        if r.id not in home and r.into in home:
+            before.setdefault(str(r.into), []).append(r)
+            home[r.id] = home[str(r.into)]
+
+    def expand(r: MessageRecord) -> list[MessageRecord]:
+        return [x for b in before.get(r.id, ()) for x in expand(b)] + [r]
+
+    for gi in {home[i] for i in before}:
+        groups[gi] = [x for r in groups[gi] for x in expand(r)]
+
+
+def _place_compressions(compressions: Sequence[Any], groups: list[list[MessageRecord]],
+                        by_id: dict[str, MessageRecord], home: dict[str, int],
+                        after: dict[int, list[list[MessageRecord]]]) -> None:
+    """Put a replacement after the last unit it replaced (a compacted tool result stays in its call's unit)."""
+    for c in compressions:
+        if c.new_id not in by_id or c.new_id in home:
+            continue
+        last = max((home[i] for i in c.original_ids if i in home), default=None)
+        if last is None:
+            continue
+        if by_id[c.new_id].role == "tool":
+            groups[last].append(by_id[c.new_id])
+        else:
+            after.setdefault(last, []).append([by_id[c.new_id]])
+        home[c.new_id] = last
+
+
+def _place_added(records: list[MessageRecord], groups: list[list[MessageRecord]], home: dict[str, int],
+                 after: dict[int, list[list[MessageRecord]]]) -> None:
+    """Put each sent message a filter added after the message it came after in the request."""
     previous = -1
     for r in sorted((r for r in records if r.position is not None), key=lambda r: r.position or 0):
         if r.id in home:
@@ -160,12 +191,6 @@ def _history_units(built: BuiltContext, history: Sequence[Message] | None,
         else:
             after.setdefault(previous, []).append([r])
             home[r.id] = previous
-    ordered = [[r] for r in records if r.id not in home]  # removed, but not part of any input unit: oldest
-    ordered.extend(after.get(-1, []))
-    for i, g in enumerate(groups):
-        ordered.append(g)
-        ordered.extend(after.get(i, []))
-    return [_unit(g) for g in ordered]
 
 
 def report_payload(

@@ -176,21 +176,33 @@ def wire_problem(body: Mapping[str, Any]) -> str | None:
 
 
 def _turn_problem(i: int, role: Any, blocks: list[Any], pending: set[str], seen: set[str]) -> str | None:
+    """What the Messages API says about message ``i`` (``pending``: tool_use ids awaiting results; ``seen``: all)."""
     if role == "user":
-        answered = 0
-        for k, b in enumerate(blocks):
-            if b.get("type") == "tool_result":
-                if k != answered:
-                    return f"messages.{i}.content.{k}: tool_result blocks must come first in the user message"
-                answered += 1
-                if b.get("tool_use_id") not in pending:
-                    return f"messages.{i}.content.{k}: unexpected tool_use_id found in tool_result blocks: {b.get('tool_use_id')}"
-                pending.discard(b["tool_use_id"])
-        if pending:
-            return f"messages.{i}: tool_use ids were found without tool_result blocks immediately after: {', '.join(sorted(pending))}"
-        return None
+        return _user_problem(i, blocks, pending)
     if role != "assistant":
         return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+    return _assistant_problem(i, blocks, pending, seen)
+
+
+def _user_problem(i: int, blocks: list[Any], pending: set[str]) -> str | None:
+    """Tool results first, each answering a pending tool_use, and none left pending."""
+    answered = 0
+    for k, b in enumerate(blocks):
+        if b.get("type") != "tool_result":
+            continue
+        if k != answered:
+            return f"messages.{i}.content.{k}: tool_result blocks must come first in the user message"
+        answered += 1
+        if b.get("tool_use_id") not in pending:
+            return f"messages.{i}.content.{k}: unexpected tool_use_id found in tool_result blocks: {b.get('tool_use_id')}"
+        pending.discard(b["tool_use_id"])
+    if pending:
+        return f"messages.{i}: tool_use ids were found without tool_result blocks immediately after: {', '.join(sorted(pending))}"
+    return None
+
+
+def _assistant_problem(i: int, blocks: list[Any], pending: set[str], seen: set[str]) -> str | None:
+    """Unique tool_use ids with object inputs, signed thinking, no images or documents."""
     for k, b in enumerate(blocks):
         kind = b.get("type")
         if kind == "tool_use":

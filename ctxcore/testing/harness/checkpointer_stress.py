@@ -214,7 +214,7 @@ def concurrent_writers(
     report = ConcurrencyReport()
     own: dict[str, list[int]] = {}
     shared: dict[int, int] = {}
-    failures = []
+    failures: list[str] = []
     for pid, ack_r, err_r in children:
         lines = _read_lines(ack_r)
         errors = "\n".join(_read_lines(err_r))
@@ -223,19 +223,34 @@ def concurrent_writers(
         _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             failures.append(f"writer {pid} failed (status {status}):\n{errors}")
-        for line in lines:
-            kind, *rest = line.split()
-            if kind == "own":
-                own.setdefault(rest[0], []).append(int(rest[1]))
-            elif kind == "shared":
-                step, writer = int(rest[0]), int(rest[1])
-                if step in shared:
-                    failures.append(f"shared step {step} acknowledged to writers {shared[step]} and {writer}")
-                shared[step] = writer
-            elif kind == "stale":
-                report.stale_retries += int(rest[0])
+        _tally(lines, own, shared, failures, report)
     if failures:
         raise AssertionError("\n".join(failures))
+    _check_stored(make, own, shared, report)
+    report.shared = len(shared)
+    report.shared_steps = sorted(shared)
+    return report
+
+
+def _tally(lines: list[str], own: dict[str, list[int]], shared: dict[int, int], failures: list[str],
+           report: ConcurrencyReport) -> None:
+    """Add one writer's acknowledgements: its own steps, its shared steps (each step acknowledged once), its retries."""
+    for line in lines:
+        kind, *rest = line.split()
+        if kind == "own":
+            own.setdefault(rest[0], []).append(int(rest[1]))
+        elif kind == "shared":
+            step, writer = int(rest[0]), int(rest[1])
+            if step in shared:
+                failures.append(f"shared step {step} acknowledged to writers {shared[step]} and {writer}")
+            shared[step] = writer
+        elif kind == "stale":
+            report.stale_retries += int(rest[0])
+
+
+def _check_stored(make: Callable[[], Any], own: dict[str, list[int]], shared: dict[int, int],
+                  report: ConcurrencyReport) -> None:
+    """Raise AssertionError unless a fresh checkpointer holds every acknowledged write exactly once, and nothing else."""
     cp = make()
     try:
         for thread, steps in own.items():
@@ -252,6 +267,3 @@ def concurrent_writers(
             raise AssertionError(f"threads {cp.list_threads()} != {expected_threads}")
     finally:
         _close(cp)
-    report.shared = len(shared)
-    report.shared_steps = sorted(shared)
-    return report

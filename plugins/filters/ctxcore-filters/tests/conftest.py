@@ -18,3 +18,19 @@ def chat_server():
     """A running :class:`ChatServer`; stopped after the test."""
     with ChatServer() as server:
         yield server
+
+
+@pytest.fixture(params=["fast", "reference"])
+def token_budget(request):
+    """``TokenBudget``'s constructor for both implementations: the fast one, and its ``reference()`` twin.
+
+    The behaviour suites take this fixture, so each runs against both (as CPython's
+    json tests run against its pure and C versions).
+    """
+    from ctxcore_filters import TokenBudget
+
+    def make(*args, **kwargs) -> TokenBudget:
+        made = TokenBudget(*args, **kwargs)
+        return made if request.param == "fast" else made.reference()
+
+    return make

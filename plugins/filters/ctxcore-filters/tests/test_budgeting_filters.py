@@ -31,50 +31,50 @@ def cost(*msgs) -> int:
 
 
 class TestZonesAndPriorities:
-    def test_protected_message_survives_anywhere(self) -> None:
+    def test_protected_message_survives_anywhere(self, token_budget) -> None:
         """A protected message in the middle of the history is kept however old it is."""
         s, old, rules, mid, new = system("s"), human("old " * 30), human("RULES: never push to main", zone="protected"), ai("mid " * 30), human("now")
-        out = TokenBudget(max_tokens=cost(s, rules, new)).apply([s, old, rules, mid, new], ctx())
+        out = token_budget(max_tokens=cost(s, rules, new)).apply([s, old, rules, mid, new], ctx())
         assert out == [s, rules, new]
 
-    def test_lowest_priority_dropped_first(self) -> None:
+    def test_lowest_priority_dropped_first(self, token_budget) -> None:
         """A low-priority recent unit goes before a high-priority older one."""
         s = system("s")
         important = human("keep me " * 10, priority=5)
         chatter = ai("noise " * 10, priority=-1)
         current = human("current question")
         msgs = [s, important, chatter, current]
-        out = TokenBudget(max_tokens=cost(s, important, current) + 2).apply(msgs, ctx())
+        out = token_budget(max_tokens=cost(s, important, current) + 2).apply(msgs, ctx())
         assert out == [s, important, current]
 
-    def test_oldest_first_within_a_priority(self) -> None:
+    def test_oldest_first_within_a_priority(self, token_budget) -> None:
         """Within one priority the oldest unit is dropped first."""
         s, a, b, c = system("s"), human("a " * 20), ai("b " * 20), human("c")
-        out = TokenBudget(max_tokens=cost(s, b, c)).apply([s, a, b, c], ctx())
+        out = token_budget(max_tokens=cost(s, b, c)).apply([s, a, b, c], ctx())
         assert out == [s, b, c]
 
-    def test_protected_over_budget_raises_with_report(self) -> None:
+    def test_protected_over_budget_raises_with_report(self, token_budget) -> None:
         """Pinned plus protected alone over budget raises BudgetExceeded carrying the report."""
         c = ctx()
         msgs = [system("s"), human("memory " * 40, zone="protected"), human("q")]
         with pytest.raises(BudgetExceeded, match="protected messages alone need") as info:
-            TokenBudget(max_tokens=20).apply(msgs, c)
+            token_budget(max_tokens=20).apply(msgs, c)
         assert info.value.report is c.report and info.value.required > 20
 
-    def test_warn_policy_keeps_protected_and_warns(self) -> None:
+    def test_warn_policy_keeps_protected_and_warns(self, token_budget) -> None:
         """on_overflow=warn returns pinned and protected content over budget, with a warning."""
         c = ctx()
         memory = human("memory " * 40, zone="protected")
-        out = TokenBudget(max_tokens=20, on_overflow="warn").apply([system("s"), memory, human("q")], c)
+        out = token_budget(max_tokens=20, on_overflow="warn").apply([system("s"), memory, human("q")], c)
         assert [m.id for m in out][1] == memory.id and len(out) == 2
         assert c.report.warnings and "on_overflow: warn" in c.report.warnings[0]
 
-    def test_tool_unit_with_protected_part_is_kept_whole(self) -> None:
+    def test_tool_unit_with_protected_part_is_kept_whole(self, token_budget) -> None:
         """Protection applies to the whole unit: a protected result keeps its call."""
         s = system("s")
         c = ai(tool_calls=[{"id": "k", "name": "load_skill", "arguments": {}}])
         r = tool("skill text " * 20, tool_call_id="k", zone="protected")
-        out = TokenBudget(max_tokens=cost(s, c, r, human("q"))).apply([s, human("old " * 50), c, r, human("q")], ctx())
+        out = token_budget(max_tokens=cost(s, c, r, human("q"))).apply([s, human("old " * 50), c, r, human("q")], ctx())
         assert [m.role for m in out] == ["system", "assistant", "tool", "user"]
 
 
@@ -209,11 +209,18 @@ class TestTokenBudgetFromEndBudgetContract(BudgetFilterContract):
         return TokenBudget(trim_from_start=False)
 
 
-def test_token_budget_keeps_no_window_of_a_plain_list() -> None:
+class TestTokenBudgetReferenceBudgetContract(BudgetFilterContract):
+    """The reference implementation of token_budget passes the budget-filter contract."""
+
+    def make_filter(self) -> TokenBudget:
+        return TokenBudget().reference()
+
+
+def test_token_budget_keeps_no_window_of_a_plain_list(token_budget) -> None:
     """A plain list given to token_budget may be edited in place afterwards: the next call starts over."""
-    tb = TokenBudget(max_tokens=60)
+    tb = token_budget(max_tokens=60)
     history = [human(f"message number {i} with a few words") for i in range(12)]
     first = tb.apply(history, ctx(60))
     history[-3] = human("an edited message that is a good deal longer than the others were")
     history.append(human("and one more"))
-    assert tb.apply(history, ctx(60)) == TokenBudget(max_tokens=60).apply(history, ctx(60)) != first
+    assert tb.apply(history, ctx(60)) == token_budget(max_tokens=60).apply(history, ctx(60)) != first

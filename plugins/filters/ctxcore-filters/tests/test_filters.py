@@ -7,7 +7,7 @@ import itertools
 import pytest
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import MaxMessages, TokenBudget
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore import (
@@ -23,6 +23,7 @@ from ctxcore import (
     system,
     tool,
 )
+from ctxcore.kit import LazyMessages, MessageChain, Snapshot
 
 
 def call(*ids: str):
@@ -70,52 +71,52 @@ class TestMaxMessages:
 
 
 class TestTokenBudget:
-    def test_drops_oldest_units_first(self) -> None:
+    def test_drops_oldest_units_first(self, token_budget) -> None:
         """With a tight budget the newest units survive and the system prompt stays."""
         counter = CachedCounter(ApproximateCounter())
         msgs = [system("sys"), human("old " * 50), ai("old answer " * 20), human("new question"), ai("new answer")]
         need = counter.priming + sum(counter.count_message(m) for m in (msgs[0], msgs[3], msgs[4]))
-        out = TokenBudget(max_tokens=need).apply(msgs, ctx())
+        out = token_budget(max_tokens=need).apply(msgs, ctx())
         assert out == [msgs[0], msgs[3], msgs[4]]
 
-    def test_trim_from_end_keeps_oldest(self) -> None:
+    def test_trim_from_end_keeps_oldest(self, token_budget) -> None:
         """trim_from_start=False keeps the oldest units instead."""
         msgs = [system("sys"), human("a"), ai("b"), human("c" * 400)]
-        out = TokenBudget(max_tokens=40, trim_from_start=False).apply(msgs, ctx())
+        out = token_budget(max_tokens=40, trim_from_start=False).apply(msgs, ctx())
         assert out == msgs[:3]
 
-    def test_default_budget_comes_from_context(self) -> None:
+    def test_default_budget_comes_from_context(self, token_budget) -> None:
         """Without max_tokens the pipeline's model budget applies."""
         msgs = [human("x" * 400), human("y")]
-        assert TokenBudget().apply(msgs, ctx(budget=20)) == msgs[1:]
+        assert token_budget().apply(msgs, ctx(budget=20)) == msgs[1:]
         with pytest.raises(ValueError, match="no token budget"):
-            TokenBudget().apply(msgs, ctx(budget=None))
+            token_budget().apply(msgs, ctx(budget=None))
 
-    def test_pinned_over_budget_raises_with_report(self) -> None:
+    def test_pinned_over_budget_raises_with_report(self, token_budget) -> None:
         """The system prompt alone over budget raises BudgetExceeded carrying the report."""
         c = ctx()
         with pytest.raises(BudgetExceeded, match="pinned prefix alone needs") as info:
-            TokenBudget(max_tokens=5).apply([system("s" * 100), human("hi")], c)
+            token_budget(max_tokens=5).apply([system("s" * 100), human("hi")], c)
         assert info.value.report is c.report and info.value.budget == 5
 
-    def test_pinned_over_budget_warn_policy(self) -> None:
+    def test_pinned_over_budget_warn_policy(self, token_budget) -> None:
         """on_overflow='warn' returns the prefix and records a warning, never silently."""
         c = ctx()
-        out = TokenBudget(max_tokens=5, on_overflow="warn").apply([system("s" * 100), human("hi")], c)
+        out = token_budget(max_tokens=5, on_overflow="warn").apply([system("s" * 100), human("hi")], c)
         assert [m.role for m in out] == ["system"]
         assert "sent without the conversation" in c.report.warnings[0]
 
-    def test_current_turn_that_does_not_fit_overflows(self) -> None:
+    def test_current_turn_that_does_not_fit_overflows(self, token_budget) -> None:
         """If not even the newest unit fits, the build fails instead of sending no conversation."""
         msgs = [system("s"), human("q" * 400)]
         with pytest.raises(BudgetExceeded, match="plus the newest unit"):
-            TokenBudget(max_tokens=30).apply(msgs, ctx())
+            token_budget(max_tokens=30).apply(msgs, ctx())
         c = ctx()
-        assert TokenBudget(max_tokens=30, on_overflow="warn").apply(msgs, c) == msgs[:1]
+        assert token_budget(max_tokens=30, on_overflow="warn").apply(msgs, c) == msgs[:1]
         assert c.report.warnings
 
     def test_counts_only_what_it_inspects(self) -> None:
-        """Counting starts at the newest end and stops at the first unit that does not fit."""
+        """The fast path's counting starts at the newest end and stops at the first unit that does not fit."""
 
         class Counting(ApproximateCounter):
             calls = 0
@@ -157,14 +158,43 @@ def _is_prefix_plus_suffix(out, msgs, pinned: int) -> bool:
     return not tail or msgs[len(msgs) - len(tail):] == tail
 
 
+def _kept(f: TokenBudget, messages, budget: int, counter: CachedCounter):
+    """What ``f`` keeps (ids), or the overflow's required tokens."""
+    try:
+        return [m.id for m in f.apply(messages, FilterContext(counter=counter, budget=budget, report=BuildReport()))]
+    except BudgetExceeded as exc:
+        return exc.required
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories(), st.lists(histories(), max_size=4), st.integers(0, 800), st.integers(-40, 40), st.booleans(),
+       st.booleans())
+def test_fast_equals_reference_as_the_history_grows(first, turns, budget, drift, after, priorities) -> None:
+    """One long-lived fast token_budget, fed a growing history as a lazy chain (with a fresh part after it when
+    ``after``), keeps exactly what a fresh reference keeps from the same list, build after build."""
+    counter = CachedCounter(ApproximateCounter())
+    fast = TokenBudget()
+    store: list = []
+    for k, more in enumerate([first, *turns]):
+        store.extend(m for m in more if m.role != "system" or not store)
+        if priorities and store:
+            store.append(human(f"low {k}", priority=-1))
+        parts = [LazyMessages([system("prompt")]), LazyMessages(Snapshot(store))]
+        if after:
+            parts.append([human(f"now {k}")])
+        chain = MessageChain(parts)
+        spent = budget + k * drift
+        assert _kept(fast, chain, spent, counter) == _kept(fast.reference(), list(chain), spent, counter)
+
+
 class TestProperties:
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(histories(), st.integers(0, 800))
-    def test_token_budget_invariants(self, msgs, budget) -> None:
+    def test_token_budget_invariants(self, token_budget, msgs, budget) -> None:
         """BudgetExceeded exactly when not even one unit fits; else within budget, pinned kept, legal, newest suffix, idempotent."""
         counter = CachedCounter(ApproximateCounter())
         c = FilterContext(counter=counter, budget=budget, report=BuildReport())
-        f = TokenBudget()
+        f = token_budget()
         pinned = sum(1 for _ in itertools.takewhile(lambda m: m.role == "system", msgs))
         pinned_cost = counter.priming + sum(counter.count_message(m) for m in msgs[:pinned])
         dynamic = msgs[pinned:]
@@ -180,16 +210,16 @@ class TestProperties:
         check_tool_pairing(out)
         assert f.apply(out, c) == out
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(histories(), st.integers(0, 600), st.integers(0, 200))
-    def test_token_budget_monotone(self, msgs, budget, extra) -> None:
+    def test_token_budget_monotone(self, token_budget, msgs, budget, extra) -> None:
         """A bigger budget keeps everything a smaller one keeps."""
         counter = CachedCounter(ApproximateCounter())
         try:
-            small = TokenBudget(max_tokens=budget).apply(msgs, FilterContext(counter=counter, budget=None))
+            small = token_budget(max_tokens=budget).apply(msgs, FilterContext(counter=counter, budget=None))
         except BudgetExceeded:
             return
-        big = TokenBudget(max_tokens=budget + extra).apply(msgs, FilterContext(counter=counter, budget=None))
+        big = token_budget(max_tokens=budget + extra).apply(msgs, FilterContext(counter=counter, budget=None))
         assert {m.id for m in small} <= {m.id for m in big}
 
     @settings(max_examples=300, deadline=None)
@@ -223,6 +253,13 @@ class TestTokenBudgetContract(FilterContract):
 
     def make_filter(self) -> TokenBudget:
         return TokenBudget()
+
+
+class TestTokenBudgetReferenceContract(TestTokenBudgetContract):
+    """The reference implementation passes the filter contract too."""
+
+    def make_filter(self) -> TokenBudget:
+        return TokenBudget().reference()
 
 
 def test_loading_the_plugin_does_not_import_compaction() -> None:
