@@ -130,8 +130,8 @@ class _Build:
             items = list(produced) if produced is not None else []
             wrong = next((i for i, m in enumerate(items) if not isinstance(m, Message)), None)
             if wrong is not None:
-                exc = TypeError(f"item {wrong} is a {type(items[wrong]).__name__}, not a ctxcore Message")
-                self._failed(step, "provider", exc, started)
+                wrong_type = TypeError(f"item {wrong} is a {type(items[wrong]).__name__}, not a ctxcore Message")
+                self._failed(step, "provider", wrong_type, started)
                 continue
             self.report.timings.append(ComponentTiming(step.id, "provider", time.perf_counter() - started, 0, len(items)))
             out.extend(m if m.source is not None else m.model_copy(update={"source": step.id}) for m in items)
@@ -269,7 +269,7 @@ def _leading_reused(before: Sequence[Message], now: Sequence[Message]) -> int:
     if [m.fingerprint for m in before if m.role == "system"] != [m.fingerprint for m in now if m.role == "system"]:
         return 0
     reused = 0
-    for a, b in zip((m for m in before if m.role != "system"), (m for m in now if m.role != "system")):
+    for a, b in zip((m for m in before if m.role != "system"), (m for m in now if m.role != "system"), strict=False):
         if a.fingerprint != b.fingerprint:
             break
         reused += 1
