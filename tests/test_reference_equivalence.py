@@ -38,7 +38,7 @@ from ctxcore.engine.builder import BuiltContext, ContextBuilder, Step
 from ctxcore.engine.reference import reference_build, reference_of
 from ctxcore.errors import CtxError
 from ctxcore.model.messages import Message, ai, human, system, tool
-from ctxcore.render import to_openai_responses
+from ctxcore.render import to_anthropic, to_openai_responses
 from ctxcore.render.target import TargetSpec
 
 #: the history provider notices an in-place edit among its newest GUARD items; an older one goes with a new list.
@@ -104,26 +104,24 @@ def bulk(tag: str, n: int) -> list[Message]:
 
 def in_form(messages: list[Message], form: str) -> list[Any]:
     """Messages as a caller of one API holds them: ``message`` objects, ``openai`` chat dicts, ``anthropic``
-    dicts (tool results grouped into one user turn; system messages stay chat dicts) or ``responses`` items."""
+    message dicts (as ``to_anthropic`` renders each run between system messages, which stay chat dicts) or
+    ``responses`` input items."""
     if form == "message":
         return list(messages)
     if form == "openai":
         return [m.to_openai() for m in messages]
     if form == "responses":
         return list(to_openai_responses(messages)["input"])
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "tool":
-            block = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.text}
-            last = out[-1]["content"] if out else None
-            if isinstance(last, list) and last and last[-1]["type"] == "tool_result":
-                last.append(block)
-            else:
-                out.append({"role": "user", "content": [block]})
-        elif m.role == "assistant" and m.tool_calls:
-            uses = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.parsed_arguments()} for c in m.tool_calls]
-            out.append({"role": "assistant", "content": ([{"type": "text", "text": m.text}] if m.text else []) + uses})
-        else:
+    out: list[Any] = []
+    run: list[Message] = []
+    for m in [*messages, None]:
+        if m is not None and m.role != "system":
+            run.append(m)
+            continue
+        if run:
+            out.extend(to_anthropic(run)["messages"])
+            run = []
+        if m is not None:
             out.append(m.to_openai())
     return out
 
