@@ -318,7 +318,7 @@ TestFastEqualsReference = FastEqualsReference.TestCase
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("CTXCORE_RUN_SLOW") != "1", reason="slow: set CTXCORE_RUN_SLOW=1 to run")
-class TestFastEqualsReferenceLong(FastEqualsReference.TestCase):  # type: ignore[name-defined]
+class TestFastEqualsReferenceLong(FastEqualsReference.TestCase):  # type: ignore[misc,name-defined,valid-type]
     """The same machine, ten times the runs and longer conversations."""
 
     settings = settings(
