@@ -24,6 +24,7 @@ from ctxcore.engine.protocols import (
     Summarizer,
     TokenCounter,
 )
+from ctxcore.engine.reference import reference_build
 from ctxcore.engine.report import BuildReport, MessageRecord
 from ctxcore.errors import (
     BudgetExceeded,
@@ -144,6 +145,7 @@ __all__ = [
     "messages_from_anthropic",
     "messages_from_responses",
     "recommended_level",
+    "reference_build",
     "sanitize_tool_call_history",
     "system",
     "to_anthropic",

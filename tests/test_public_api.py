@@ -78,6 +78,7 @@ EXPECTED_CTXCORE_ALL = [
     "messages_from_anthropic",
     "messages_from_responses",
     "recommended_level",
+    "reference_build",
     "sanitize_tool_call_history",
     "system",
     "to_anthropic",
