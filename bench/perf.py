@@ -378,9 +378,9 @@ def measure_cell(n: int, budget: int, dicts: list[dict[str, Any]], extra: list[d
     times, built, pipeline, history = ctxcore_next_turn(dicts, extra[:config.reps], budget)
     ours = check_ctxcore_output(built, encoding, budget)
     check_same_window(ours, theirs, f"{n:,} messages, budget {budget:,}")
-    cell = {"n": n, "budget": budget, "ctxcore_s": statistics.median(times),
-            "langchain_memo_s": statistics.median(lc_times), "ctxcore_window": ours, "langchain_window": theirs}
-    cell["ratio"] = cell["langchain_memo_s"] / cell["ctxcore_s"]
+    ctxcore_s, langchain_s = statistics.median(times), statistics.median(lc_times)
+    cell: dict[str, Any] = {"n": n, "budget": budget, "ctxcore_s": ctxcore_s, "langchain_memo_s": langchain_s,
+                            "ratio": langchain_s / ctxcore_s, "ctxcore_window": ours, "langchain_window": theirs}
     if measure_cold:
         cell["peak_bytes"] = memory_peak(pipeline, history, extra[-1])
         cell["cold_s"] = statistics.median(ctxcore_cold(dicts, config.cold_reps, budget))
