@@ -168,9 +168,9 @@ bench-integrations: integration-venvs
 bench-counters: install
 	$(PY) bench/counter_accuracy.py $(ARGS)
 
-# Issue 7's benchmarks: ctxcore against LangChain on one workload (docs/performance.md).
-# LangChain is bench-only (requirements-bench.txt), installed into the same venv here.
-# Each script that exists runs (the cache-economics one may come from another branch).
+# The benchmarks: the performance guard (bench/perf.py, docs/performance.md; it exits non-zero when a
+# guard row fails), then each other bench script that writes a docs table. LangChain is bench-only
+# (requirements-bench.txt), installed into the same venv here. Each script in the loop that exists runs.
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 	$(PY) -m pip install --quiet -r requirements-bench.txt

@@ -1,4 +1,4 @@
-"""Target 6: prompt-cache economics of ctxcore's water marks against LangChain's sliding window.
+"""Prompt-cache economics of ctxcore's water marks against LangChain's sliding window.
 
 Replays a coding-agent transcript (``bench/workload.py``) call by call — a call
 before every assistant message, a turn from a user message through the final
@@ -48,7 +48,7 @@ from ctxcore.tools.replay import (  # noqa: E402
 
 SYSTEM = "You are a careful coding agent. Read files before editing them, run the tests after every change."
 MARK_START, MARK_END = markers("cache")
-DOCS = ROOT / "docs" / "performance.md"
+DOCS = ROOT / "docs" / "caching.md"
 RESULTS = ROOT / "bench" / "results" / "cache_economics.json"
 TARGETS = {"cached_share": 0.90, "cost_ratio": 3.0, "mean_fill": 0.75, "over_budget": 0}
 SWEEP_TRIGGERS = (0.85, 0.9, 0.95)
@@ -186,10 +186,10 @@ def evaluate(ctx: dict[str, Any], lc: dict[str, Any]) -> dict[str, Any]:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    """The docs/performance.md section (between the bench:cache markers)."""
+    """The docs/caching.md section (between the bench:cache markers)."""
     ctx, lc, targets = data["ctxcore"], data["langchain"], data["targets"]
     lines = [
-        f"Target 6, prompt-cache economics: `{data['command']}` — a {data['messages']}-message coding-agent "
+        f"Prompt-cache economics: `{data['command']}` — a {data['messages']}-message coding-agent "
         f"transcript ({ctx['calls']} model calls in {ctx['turns']} turns), {data['budget']:,}-token input budget, "
         f"exact cl100k counts; cost at ${data['price_per_mtok']}/M input tokens with cached tokens at "
         f"{data['cached_discount']:.0%} of the price; cached = tokens of the leading messages identical to the "

@@ -20,7 +20,7 @@ are repeated without the pauses. Three request builders are compared:
 - LangChain ``trim_messages`` per call with the breakpoints a user places by
   hand: the end of the system prompt and the end of the request.
 
-    .venv/bin/python bench/caching_rules.py            # full run, writes docs/performance.md + JSON
+    .venv/bin/python bench/caching_rules.py            # full run, writes docs/caching.md + JSON
     .venv/bin/python bench/caching_rules.py --quick    # small smoke run, prints only
 """
 
@@ -52,7 +52,7 @@ from ctxcore.tools.replay import (  # noqa: E402
     replay_requests,
 )
 
-DOCS = ROOT / "docs" / "performance.md"
+DOCS = ROOT / "docs" / "caching.md"
 RESULTS = ROOT / "bench" / "results" / "caching_rules.json"
 SECTION = "caching-rules"
 GOALS = {"cost_ratio": 3.0, "cached_share": 0.85, "over_budget": 0}

@@ -1,6 +1,6 @@
 """Speed of the ``approximate`` counter against exact tiktoken on 1 MB of mixed text.
 
-Usage: ``.venv/bin/python bench/counter_speed.py [--per-corpus]`` (part of ``make bench``);
+Usage: ``.venv/bin/python bench/counter_speed.py [--per-corpus]`` (docs/counters.md quotes it);
 ``--per-corpus`` also times each corpus's 200,000 characters on their own.
 
 The text is the five accuracy corpora (bench/counter_corpora.py: English and
@@ -9,8 +9,6 @@ repeated to 200,000 characters, counted the way a build counts: as messages of
 2,000 characters, one ``count_text`` call each, on both sides. Times are the
 best of :data:`ROUNDS` CPU-time (``time.process_time``) runs, the two sides
 taking turns so a change in the shared machine's load hits both alike.
-bench/perf.py (``make bench``, goal 6) calls :func:`measure`: one method, one
-place.
 """
 
 from __future__ import annotations
@@ -27,8 +25,8 @@ from counter_corpora import CORPORA, load_corpora  # noqa: E402
 from ctxcore_counters import ApproximateCounter, TiktokenCounter  # noqa: E402
 
 SHARE, CHUNK = 200_000, 2_000
-# Rounds of the timing (about 0.25 s each). The best of 7 read 4.98x in one `make bench` run and 5.7-6.8x in
-# others: a burst of load on the shared machine can cover all of a short measurement; 15 rounds span ~4 s.
+# Rounds of the timing (about 0.25 s each): a burst of load on a shared machine can cover all of a short
+# measurement; 15 rounds span ~4 s.
 ROUNDS = 15
 
 

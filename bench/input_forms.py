@@ -7,8 +7,8 @@ OpenAI chat dicts (``chat``), Anthropic message dicts (``anthropic``, as
 chat dicts whose user content is a list of text parts (``parts``). For each,
 the pipeline of bench/perf.py builds it cold (a fresh pipeline, a fresh copy
 of the items: the median of ``--cold`` runs) and then once per appended user
-message (the median of ``--turns`` next-turn builds). Issue 16 asks that a
-cold build's cost follow what is new and kept for every form; this prints
+message (the median of ``--turns`` next-turn builds). A cold build's
+cost should follow what is new and kept for every form; this prints
 how far each form is from the chat form.
 
 Run from the repository root: ``python bench/input_forms.py 20000``.
