@@ -135,7 +135,7 @@ class CtxSide(Side):
         self.thread.add_tool_result(result["tool_call_id"], result["content"])
         self.thread.add_response(answer)
         self.thread.save()
-        self.json_bytes += sum(len(json.dumps(m.model_dump(mode="json"), ensure_ascii=False).encode())
+        self.json_bytes += sum(len(json.dumps(m.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")).encode())
                                for m in self.thread.messages[-4:] if isinstance(m, Message))
 
     def prepare_reopen(self) -> None:
