@@ -188,6 +188,7 @@ EXPECTED_KIT_ALL = [
     "redact_text",
     "resolve_namespace",
     "skeleton",
+    "snapshot_of_rows",
     "step_time",
     "structure_of",
     "tokenize",

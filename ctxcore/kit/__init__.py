@@ -111,6 +111,7 @@ from ctxcore.kit.threadlog import (
     fence,
     idle_cutoff,
     parse_age,
+    snapshot_of_rows,
     step_time,
     unknown_step,
 )
@@ -146,6 +147,7 @@ __all__ = [
     "fence",
     "idle_cutoff",
     "parse_age",
+    "snapshot_of_rows",
     "step_time",
     "unknown_step",
     "CLOSE_MARKER",

@@ -26,6 +26,7 @@ Rules every backend shares (the conformance suite is
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ __all__ = [
     "idle_cutoff",
     "parse_age",
     "step_time",
+    "snapshot_of_rows",
     "unknown_step",
 ]
 
@@ -189,6 +191,24 @@ def corrupt(where: str, thread_id: str, step: int | None, detail: str) -> Checkp
         f"silently. Recover what is readable with `ctx thread show {thread_id} --repair` (or `ctx thread export "
         f"{thread_id} --repair > thread.json`), then restore the file/table from a backup or fork the readable part"
     )
+
+
+def snapshot_of_rows(where: str, thread_id: str, row: Sequence[Any], bodies: Sequence[Sequence[Any]]) -> ThreadSnapshot:
+    """The snapshot of a step stored as rows: ``row`` is (step, messages, created_at, metadata JSON),
+    ``bodies`` the (seq, message JSON) rows of seq < messages in order.
+
+    Raises:
+        CheckpointCorrupt: messages are missing or a stored text is not JSON (naming ``where``, the thread and step).
+    """
+    step, count = int(row[0]), int(row[1])
+    if len(bodies) != count or (bodies and int(bodies[-1][0]) != count - 1):
+        raise corrupt(where, thread_id, step, f"the step counts {count} messages but {len(bodies)} are stored")
+    try:
+        messages = json.loads("[" + ",".join(b[1] for b in bodies) + "]")
+        meta = json.loads(row[3])
+    except ValueError as exc:
+        raise corrupt(where, thread_id, step, f"a stored message is not JSON ({exc})") from exc
+    return ThreadSnapshot(StepRecord(thread_id, step, count, str(row[2]), meta), messages)
 
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")

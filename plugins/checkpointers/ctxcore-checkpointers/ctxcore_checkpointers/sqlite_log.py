@@ -37,6 +37,7 @@ from ctxcore.kit import (
     encode_messages,
     encode_metadata,
     fence,
+    snapshot_of_rows,
     step_time,
     unknown_step,
 )
@@ -192,17 +193,9 @@ class SqliteThreadStore(SqliteCheckpointer):
         return row
 
     def _snapshot(self, conn: sqlite3.Connection, thread_id: str, row: tuple[int, int, str, str]) -> ThreadSnapshot:
-        step, count = row[0], row[1]
-        where = f"{self.path} table ctx_thread_log"
-        rows = conn.execute("SELECT seq, body FROM ctx_thread_log WHERE thread_id = ? AND seq < ? ORDER BY seq", (thread_id, count)).fetchall()
-        if len(rows) != count or (rows and rows[-1][0] != count - 1):
-            raise corrupt(where, thread_id, step, f"the step counts {count} messages but {len(rows)} are stored")
-        try:
-            messages = json.loads("[" + ",".join(r[1] for r in rows) + "]")
-            meta = json.loads(row[3])
-        except ValueError as exc:
-            raise corrupt(where, thread_id, step, f"a stored message is not JSON ({exc})") from exc
-        return ThreadSnapshot(StepRecord(thread_id, step, count, row[2], meta), messages)
+        bodies = conn.execute("SELECT seq, body FROM ctx_thread_log WHERE thread_id = ? AND seq < ? ORDER BY seq",
+                              (thread_id, row[1])).fetchall()
+        return snapshot_of_rows(f"{self.path} table ctx_thread_log", thread_id, row, bodies)
 
     def read(self, thread_id: str, step: int | None = None) -> ThreadSnapshot | None:
         """The thread as of ``step`` (default the latest), or ``None``."""

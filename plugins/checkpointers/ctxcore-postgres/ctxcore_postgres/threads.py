@@ -35,6 +35,7 @@ from ctxcore.kit import (
     encode_messages,
     encode_metadata,
     fence,
+    snapshot_of_rows,
     step_time,
     unknown_step,
 )
@@ -210,15 +211,7 @@ class PostgresThreadStore(PostgresCheckpointer):
                 return None
             bodies = conn.execute(sql.SQL("SELECT seq, body FROM {} WHERE thread_id = %s AND seq < %s ORDER BY seq")
                                   .format(self._log), (thread_id, row[1])).fetchall()
-        at, count = int(row[0]), int(row[1])
-        if len(bodies) != count or (bodies and bodies[-1][0] != count - 1):
-            raise corrupt(self._where(), thread_id, at, f"the step counts {count} messages but {len(bodies)} are stored")
-        try:
-            messages = json.loads("[" + ",".join(b[1] for b in bodies) + "]")
-            meta = json.loads(row[3])
-        except ValueError as exc:
-            raise corrupt(self._where(), thread_id, at, f"a stored message is not JSON ({exc})") from exc
-        return ThreadSnapshot(StepRecord(thread_id, at, count, row[2], meta), messages)
+        return snapshot_of_rows(self._where(), thread_id, row, bodies)
 
     def salvage(self, thread_id: str) -> ThreadSnapshot | None:
         """The newest step that reads intact (``None`` when none does)."""
