@@ -177,7 +177,7 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 	@touch $@
 
 bench: install $(BENCH_STAMP)
-	@for script in bench/perf.py bench/cache_economics.py bench/caching_rules.py; do \
+	@for script in bench/perf.py bench/cache_economics.py bench/caching_rules.py bench/thread_growth.py; do \
 	  if [ -f $$script ]; then echo "== $$script"; CTXCORE_BENCH_VIA_MAKE=1 $(PY) $$script || exit 1; \
 	  else echo "== $$script: not present, skipped"; fi; \
 	done

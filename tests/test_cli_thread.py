@@ -86,8 +86,8 @@ def test_bad_thread_exits_1_without_traceback(saved: Path, thread_id: str, messa
 
 
 def test_pipeline_without_checkpointer_is_refused(tmp_path: Path) -> None:
-    """Threads of a pipeline without a checkpointer lived only in their process: the command says so."""
+    """Threads of a pipeline without a thread store or checkpointer lived only in their process: the command says so."""
     path = tmp_path / "p.yaml"
     path.write_text("version: 1\nproviders:\n  - {type: history}\n")
     out = ctx("thread", "list", "--pipeline", str(path))
-    assert out.returncode == 1 and "has no checkpointer" in out.stderr
+    assert out.returncode == 1 and "has no thread store" in out.stderr

@@ -73,6 +73,10 @@ class Everything:
         register("dict", lambda cfg: {"kind": "checkpointer"})
 
     @hookimpl
+    def register_thread_stores(self, register):
+        register("dict", lambda cfg: {"kind": "thread_store"})
+
+    @hookimpl
     def register_memory_stores(self, register):
         register("list", lambda cfg: ["memory"])
 
@@ -104,6 +108,12 @@ def test_hook_register_checkpointers() -> None:
     p = _pipeline("version: 1\ncounter: one\ncheckpointer: dict\n")
     p.builder()
     assert p.checkpointer == {"kind": "checkpointer"}
+
+
+def test_hook_register_thread_stores() -> None:
+    """The threads slot creates the registered thread store; without it, the checkpointer's namesake is used."""
+    assert _pipeline("version: 1\ncounter: one\nthreads: dict\n").thread_store() == {"kind": "thread_store"}
+    assert _pipeline("version: 1\ncounter: one\ncheckpointer: dict\n").thread_store() == {"kind": "thread_store"}
 
 
 def test_hook_register_memory_stores() -> None:
@@ -186,7 +196,7 @@ def test_hook_on_build_complete() -> None:
 def test_every_hook_has_a_test() -> None:
     """Each hookspec has a test_hook_<name> in this module."""
     names = _hookspec_names()
-    assert len(names) == 9
+    assert len(names) == 10
     missing = [n for n in names if f"test_hook_{n}" not in globals()]
     assert not missing
 

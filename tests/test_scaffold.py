@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from ctxcore.cli import cli
 from ctxcore.plugins.registry import KINDS
 from ctxcore.tools.scaffold import (
+    SCAFFOLD_KINDS,
     ScaffoldError,
     create_plugin,
     plugin_names,
@@ -85,7 +86,7 @@ class TestNames:
 
 
 # ------------------------------------------------------------------ render
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", SCAFFOLD_KINDS)
 def test_rendered_files_are_complete(kind: str) -> None:
     """Every file renders without a leftover placeholder; Python parses; the entry point names plugin.py."""
     files = render_plugin("acme-thing", kind)
@@ -103,7 +104,7 @@ def test_rendered_files_are_complete(kind: str) -> None:
     assert "Contract" in files["tests/test_acme_thing.py"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", SCAFFOLD_KINDS)
 def test_rendered_code_imports_only_the_plugin_surface(kind: str) -> None:
     """A scaffolded plugin imports ctxcore only through ``ctxcore``, ``ctxcore.kit`` and ``ctxcore.testing``."""
     deep = []
@@ -170,7 +171,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def installed(venv: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One freshly scaffolded plugin per kind, pip-installed (not editable) into the venv in one call."""
     root = tmp_path_factory.mktemp("scaffolded")
-    targets = {kind: create_plugin(f"acme-{kind}-plugin", kind, root) for kind in KINDS}
+    targets = {kind: create_plugin(f"acme-{kind}-plugin", kind, root) for kind in SCAFFOLD_KINDS}
     _run(venv, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
          *targets.values(), cwd=root)
     return targets
@@ -184,7 +185,7 @@ def listing(venv: Path, installed: dict[str, Path]) -> dict[str, dict[str, objec
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", SCAFFOLD_KINDS)
 def test_scaffold_installs_passes_its_tests_and_is_listed(
     kind: str, venv: Path, installed: dict[str, Path], listing: dict[str, dict[str, object]]
 ) -> None:
@@ -218,7 +219,7 @@ def test_templates_ship_in_the_wheel(tmp_path: Path) -> None:
     shipped = {n for n in zipfile.ZipFile(wheel).namelist() if n.startswith("ctxcore/tools/scaffold_templates/")}
     expected = {f"ctxcore/{p.relative_to(ROOT / 'ctxcore').as_posix()}"
                 for p in (ROOT / "ctxcore" / "tools" / "scaffold_templates").rglob("*.tmpl")}
-    assert len(expected) == 4 + 2 * len(KINDS)
+    assert len(expected) == 4 + 2 * len(SCAFFOLD_KINDS)
     assert shipped == expected
 
 

@@ -390,16 +390,16 @@ def test_two_processes_share_a_thread_on_postgres(thread_host: Any, tmp_path: Pa
     print(f"refused concurrent saves (retried): {stale}")
 
 
-def test_a_message_in_checkpoint_is_a_plain_json_dict(thread_host: Any) -> None:
-    """The checkpoint holds each message as Message.model_dump(mode='json'), readable without ctxcore internals."""
+def test_a_message_in_the_log_is_a_plain_json_dict(thread_host: Any) -> None:
+    """The thread log holds each message as Message.model_dump(mode='json'), readable without ctxcore internals."""
     pipeline = make(thread_host)
     thread = pipeline.thread("t")
     m = thread.add_user("hi")
     thread.save()
-    saved = pipeline.thread_checkpointer().get_checkpoint("t")
-    assert saved["state_dump"]["messages"] == [m.model_dump(mode="json")]
-    assert saved["runtime_metadata"]["format"] == "ctxcore.thread/1"
-    assert Message.model_validate(saved["state_dump"]["messages"][0]) == m
+    saved = pipeline.thread_store().read("t")
+    assert saved.messages == [m.model_dump(mode="json")]
+    assert saved.record.metadata == {"format": "ctxcore.threadlog/1"}
+    assert Message.model_validate(saved.messages[0]) == m
 
 
 OPS = st.lists(st.sampled_from(["user", "reply", "call", "result", "bogus_result", "save", "reopen", "build"]), max_size=25)

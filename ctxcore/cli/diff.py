@@ -55,11 +55,11 @@ def _replay(p: Any, transcript: str, calls: tuple[int, int] | None, runtime: dic
 
 
 def _thread(p: Any, thread_id: str, steps: tuple[int, int] | None, runtime: dict[str, str]) -> tuple[dict[str, Any], BuiltContext]:
-    if p.checkpointer is None:
-        fail(f"ctx diff --thread: the pipeline {p.spec.name} names no checkpointer, so it has no saved threads; "
-             "add a `checkpointer:` section (docs/threads.md)")
+    if p.spec.checkpointer is None and p.spec.threads is None:
+        fail(f"ctx diff --thread: the pipeline {p.spec.name} names no thread store, so it has no saved threads; "
+             "add a `threads:` (or `checkpointer:`) section (docs/threads.md)")
     try:
-        return diff_thread(p.builder(), p.checkpointer, thread_id, steps=steps, runtime=runtime)
+        return diff_thread(p.builder(), p.thread_store(), thread_id, steps=steps, runtime=runtime)
     except ValueError as exc:
         fail(f"ctx diff: {exc}")
     except CtxError as exc:

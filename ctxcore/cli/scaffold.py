@@ -5,13 +5,12 @@ from __future__ import annotations
 import click
 
 from ctxcore.cli._common import fail
-from ctxcore.plugins.registry import KINDS
-from ctxcore.tools.scaffold import ScaffoldError, create_plugin, plugin_names
+from ctxcore.tools.scaffold import SCAFFOLD_KINDS, ScaffoldError, create_plugin, plugin_names
 
 
 @click.command("new")
 @click.argument("name")
-@click.option("--kind", required=True, type=click.Choice(KINDS), help="The kind of component the plugin offers.")
+@click.option("--kind", required=True, type=click.Choice(SCAFFOLD_KINDS), help="The kind of component the plugin offers.")
 @click.option("--dir", "directory", default=".", show_default=True, type=click.Path(file_okay=False),
               help="Where to create the NAME directory.")
 @click.option("--component", help="The component's name in pipelines (default: NAME without 'ctxcore-', '-' -> '_').")

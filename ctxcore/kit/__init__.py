@@ -97,6 +97,23 @@ from ctxcore.kit.prompts import (
     get_prompt,
     use_pipeline_context,
 )
+from ctxcore.kit.threadlog import (
+    THREAD_LOG_FORMAT,
+    StepRecord,
+    ThreadSnapshot,
+    ThreadStore,
+    UnknownStep,
+    check_expected,
+    corrupt,
+    encode_messages,
+    encode_metadata,
+    fence,
+    idle_cutoff,
+    parse_age,
+    snapshot_of_rows,
+    step_time,
+    unknown_step,
+)
 from ctxcore.model.memory_item import DEFAULT_NAMESPACE, MemoryItem, utc_now
 from ctxcore.model.messages import (
     ContentBlock,
@@ -119,6 +136,21 @@ from ctxcore.model.transactions import (
 from ctxcore.redaction import DEFAULT_REDACTOR, REDACTED, Redactor, redact, redact_text
 
 __all__ = [
+    "THREAD_LOG_FORMAT",
+    "StepRecord",
+    "ThreadSnapshot",
+    "ThreadStore",
+    "UnknownStep",
+    "check_expected",
+    "corrupt",
+    "encode_messages",
+    "encode_metadata",
+    "fence",
+    "idle_cutoff",
+    "parse_age",
+    "snapshot_of_rows",
+    "step_time",
+    "unknown_step",
     "CLOSE_MARKER",
     "DEFAULT_MAX_BYTES",
     "OPEN_MARKER",

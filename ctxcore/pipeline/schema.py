@@ -3,7 +3,7 @@
 :func:`pipeline_schema` describes the file :meth:`ctxcore.pipeline.Pipeline.from_yaml`
 loads, with the installed components: the top-level keys come from
 :class:`~ctxcore.pipeline.PipelineSpec`, and each step slot (``counter``,
-``providers``, ``filters``, ``checkpointer``, ``memory``) accepts a component
+``providers``, ``filters``, ``checkpointer``, ``threads``, ``memory``) accepts a component
 name or a mapping whose ``type`` selects that component's pydantic config
 model (an ``if``/``then`` per component), so a misspelt option inside a step is
 rejected just as the loader rejects it. ``ctx pipeline schema`` prints it.
@@ -41,6 +41,7 @@ _SLOTS: dict[str, tuple[str, bool]] = {
     "providers": ("provider", True),
     "filters": ("filter", True),
     "checkpointer": ("checkpointer", False),
+    "threads": ("thread_store", False),
     "memory": ("memory", False),
 }
 

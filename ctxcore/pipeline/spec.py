@@ -121,10 +121,11 @@ class PipelineSpec(BaseModel):
     providers: list[StepSpec] = Field(default_factory=list)
     filters: list[StepSpec] = Field(default_factory=list)
     checkpointer: StepSpec | None = None
+    threads: StepSpec | None = None
     memory: StepSpec | None = None
     prompts: PromptTexts = Field(default_factory=PromptTexts)
 
-    @field_validator("counter", "checkpointer", "memory", mode="before")
+    @field_validator("counter", "checkpointer", "threads", "memory", mode="before")
     @classmethod
     def _one_step(cls, raw: Any) -> Any:
         return None if raw is None else StepSpec.from_raw(raw)
@@ -141,6 +142,7 @@ _SLOTS: tuple[tuple[str, str, bool], ...] = (
     ("providers", "provider", True),
     ("filters", "filter", True),
     ("checkpointer", "checkpointer", False),
+    ("threads", "thread_store", False),
     ("memory", "memory", False),
 )
 
@@ -170,6 +172,7 @@ class Pipeline:
         self._checkpointer: Any = None
         self._memory: Any = None
         self._thread_checkpointer: Any = None
+        self._thread_store: Any = None
         #: optional components that could not be created (also in every build report).
         self.warnings: list[str] = []
 
@@ -277,6 +280,7 @@ class Pipeline:
         if counter is None:
             raise ConfigError([self._loaded.issue(("counter",), "the optional counter could not be created and a pipeline needs one")])
         self._checkpointer = single("checkpointer")
+        self._thread_store = single("threads")
         self._memory = single("memory")
         return ContextBuilder(
             created.get("providers", []),
@@ -317,18 +321,50 @@ class Pipeline:
                     "add `checkpointer: {type: sqlite, path: ...}` or install ctxcore-checkpointers", file=self.source)]) from exc
         return self._thread_checkpointer
 
-    def thread(self, thread_id: str, *, state_key: str = "messages", tools: Sequence[Mapping[str, Any]] = ()) -> Any:
-        """The conversation ``thread_id``: its newest checkpoint loaded, or a new empty thread.
+    def thread_store(self) -> Any:
+        """Where threads are saved: the ``threads:`` store; else the thread store of the ``checkpointer:``'s type
+        with the same options (one file holds both); else an in-memory ``memory`` store for this pipeline.
+
+        Raises:
+            ConfigError: the checkpointer's plugin offers no thread store of that name, or none is installed.
+        """
+        self.builder()
+        if self._thread_store is None:
+            self._thread_store = self._derived_thread_store()
+        return self._thread_store
+
+    def _derived_thread_store(self) -> Any:
+        resolved = self._steps.get("checkpointer", [])
+        spec = resolved[0].spec if resolved and resolved[0].spec.enabled else None
+        name, options = (spec.type, spec.options) if spec is not None else ("memory", {})
+        try:
+            component = self.host.registry.get("thread_store", name)
+        except UnknownComponent as exc:
+            where = (f"the checkpointer {name!r} offers no thread log" if spec is not None
+                     else "threads need a thread store and no 'memory' thread store is installed")
+            raise ConfigError([self._loaded.issue(("checkpointer",) if spec else (),
+                f"{where} ({exc}); add `threads: {{type: sqlite, path: .ctx/threads.db}}` (docs/persistence.md)")]) from exc
+        try:
+            return component.create(options)
+        except (ValidationError, OSError, ValueError) as exc:
+            raise ConfigError([self._loaded.issue(("checkpointer",), f"thread store {name!r} could not be created from the "
+                f"checkpointer's options: {exc}; add a `threads:` section (docs/persistence.md)")]) from exc
+
+    def thread(self, thread_id: str, *, step: int | None = None, state_key: str = "messages",
+               tools: Sequence[Mapping[str, Any]] = ()) -> Any:
+        """The conversation ``thread_id`` as of its latest step (or ``step``), or a new empty thread.
 
         Returns a :class:`ctxcore.runtime.threads.Thread` (docs/threads.md).
         ``state_key`` is the state key the pipeline's history provider reads;
-        ``tools`` are sent with every build of the thread.
+        ``tools`` are sent with every build of the thread. A thread opened at an
+        older step can be read and forked, not saved (``StaleWrite``).
         """
-        return _thread_factory("sync")(self, thread_id, state_key=state_key, tools=tools)
+        return _thread_factory("sync")(self, thread_id, step=step, state_key=state_key, tools=tools)
 
-    async def athread(self, thread_id: str, *, state_key: str = "messages", tools: Sequence[Mapping[str, Any]] = ()) -> Any:
-        """Async form of :meth:`thread` (the checkpoint is read with ``aget_checkpoint``)."""
-        return await _thread_factory("async_")(self, thread_id, state_key=state_key, tools=tools)
+    async def athread(self, thread_id: str, *, step: int | None = None, state_key: str = "messages",
+                      tools: Sequence[Mapping[str, Any]] = ()) -> Any:
+        """Async form of :meth:`thread` (the log is read in a worker thread)."""
+        return await _thread_factory("async_")(self, thread_id, step=step, state_key=state_key, tools=tools)
 
     def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Compile (once) and build; see :meth:`ContextBuilder.build`."""

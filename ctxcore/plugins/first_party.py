@@ -26,9 +26,9 @@ FIRST_PARTY: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "ctxcore-filters": ("standard", {"filter": (
         "budget_hint", "compaction", "max_messages", "merge_same_role", "token_budget")}),
     "ctxcore-counters": ("standard", {"counter": ("approximate", "tiktoken")}),
-    "ctxcore-checkpointers": ("standard", {"checkpointer": ("jsonl", "memory", "null", "sqlite")}),
+    "ctxcore-checkpointers": ("standard", {"checkpointer": ("jsonl", "memory", "null", "sqlite"), "thread_store": ("jsonl", "memory", "sqlite")}),
     "ctxcore-memory": ("standard", {"memory": ("json", "sqlite")}),
-    "ctxcore-postgres": ("postgres", {"checkpointer": ("postgres",), "memory": ("postgres",)}),
+    "ctxcore-postgres": ("postgres", {"checkpointer": ("postgres",), "thread_store": ("postgres",), "memory": ("postgres",)}),
     "ctxcore-counter-hf": ("huggingface", {"counter": ("huggingface",)}),
     "ctxcore-memory-mem0": ("mem0", {"memory": ("mem0",)}),
 }

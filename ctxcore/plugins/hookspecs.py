@@ -41,6 +41,11 @@ def register_checkpointers(register: Any) -> None:
 
 
 @hookspec
+def register_thread_stores(register: Any) -> None:
+    """Register thread stores (message logs, ``ctxcore.kit.ThreadStore``) the same way; a pipeline's ``threads:`` names one."""
+
+
+@hookspec
 def register_memory_stores(register: Any) -> None:
     """Register long-term memory stores the same way."""
 

@@ -25,13 +25,14 @@ __all__ = [
 ]
 
 #: component kinds, in the order listings show them.
-KINDS: tuple[str, ...] = ("provider", "filter", "counter", "checkpointer", "memory")
+KINDS: tuple[str, ...] = ("provider", "filter", "counter", "checkpointer", "thread_store", "memory")
 
 HOOK_FOR_KIND: dict[str, str] = {
     "provider": "register_providers",
     "filter": "register_filters",
     "counter": "register_token_counters",
     "checkpointer": "register_checkpointers",
+    "thread_store": "register_thread_stores",
     "memory": "register_memory_stores",
 }
 

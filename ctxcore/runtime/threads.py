@@ -1,4 +1,4 @@
-"""Threads: the turn loop over a checkpointer (``Pipeline.thread(thread_id)``).
+"""Threads: the turn loop over a thread log (``Pipeline.thread(thread_id)``).
 
 A :class:`Thread` owns what every agent loop otherwise writes by hand: load the
 conversation, append the user turn, build the request, append the model's reply
@@ -7,11 +7,16 @@ and the tool results, save. The conversation is a plain list of ctxcore
 that same list to the pipeline as ``state["messages"]``, so the history provider
 sees an append-only list and converts only the new tail (docs/threads.md).
 
-Saving writes one checkpoint per :meth:`Thread.save` with the next step. The
-checkpointer refuses a step that is not newer than the stored latest, so a
-second writer of the same thread (another process, another ``Thread`` object)
-gets :class:`StaleWrite` and nothing is overwritten: reopen the thread and apply
-the turn again. A turn is acknowledged when ``save`` returns.
+Storage is the pipeline's thread store (``Pipeline.thread_store()``, a
+:class:`ctxcore.kit.ThreadStore`): :meth:`Thread.save` appends only the messages
+added since the last save plus one step record, fenced on the step this thread
+was loaded or last saved at, so a second writer of the same thread (another
+process, another ``Thread`` object) gets :class:`StaleWrite` and nothing is
+written: reopen the thread and apply the turn again. A turn is acknowledged
+when ``save`` returns. Input that could not be stored is refused by the
+``add_*`` methods before anything is appended. Threads saved by older versions
+as whole checkpoints (:data:`THREAD_FORMAT`) open and continue; their first
+save converts them (:mod:`ctxcore.runtime.thread_migrate`).
 """
 
 from __future__ import annotations
@@ -22,37 +27,38 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ctxcore.engine.builder import BuiltContext
-from ctxcore.errors import CheckpointCorrupt, InvalidHistory, StaleWrite
+from ctxcore.errors import InvalidHistory, StaleWrite
+from ctxcore.kit.threadlog import THREAD_LOG_FORMAT, ThreadSnapshot, encode_messages
 from ctxcore.model.anthropic_io import messages_from_anthropic
 from ctxcore.model.messages import Message
 from ctxcore.pipeline.spec import Pipeline, register_thread_factories
 from ctxcore.runtime.replies import message_from_reply
+from ctxcore.runtime.thread_migrate import THREAD_FORMAT, legacy_thread, messages_of, saved_messages
 
 __all__ = ["THREAD_FORMAT", "Thread", "aopen_thread", "open_thread", "saved_messages"]
-
-#: ``runtime_metadata["format"]`` of a thread checkpoint; ``state_dump["messages"]`` holds the messages.
-THREAD_FORMAT = "ctxcore.thread/1"
 
 
 class Thread:
     """One conversation: its messages, its checkpoint step and the pipeline that builds its requests.
 
     Create with :meth:`Pipeline.thread` (or ``await Pipeline.athread``), not directly.
-    Methods are safe to call from several threads of one process; the
-    checkpointer's step fence handles writers in other processes.
+    Methods are safe to call from several threads of one process; the store's
+    step fence handles writers in other processes.
     """
 
-    #: ``runtime_metadata["format"]`` of the checkpoints a thread writes (:data:`THREAD_FORMAT`), for other
-    #: writers of the same format (e.g. the OpenAI Agents SDK session of ctxcore-openai-agents).
+    #: ``runtime_metadata["format"]`` of the whole-conversation checkpoints older versions wrote
+    #: (:data:`THREAD_FORMAT`), for code that still reads or writes that format.
     FORMAT: ClassVar[str] = THREAD_FORMAT
 
     def __init__(
-        self, pipeline: Pipeline, thread_id: str, checkpointer: Any, checkpoint: Mapping[str, Any] | None = None,
+        self, pipeline: Pipeline, thread_id: str, store: Any, snapshot: ThreadSnapshot | None = None,
         *, state_key: str = "messages", tools: Sequence[Mapping[str, Any]] = (),
+        legacy: tuple[int, list[Any]] | None = None, historic: bool = False,
     ) -> None:
         self.pipeline = pipeline
         self.thread_id = thread_id
-        self.checkpointer = checkpointer
+        #: the thread store (``pipeline.thread_store()``) this thread is read from and saved to.
+        self.store = store
         self.state_key = state_key
         #: tool definitions sent with every build (``state["tools"]``), e.g. OpenAI function tools.
         self.tools = [dict(t) for t in tools]
@@ -60,9 +66,19 @@ class Thread:
         self._messages: list[Message] = []  # append-only: the history provider relies on it
         self._dumps: list[dict[str, Any]] = []  # JSON of each message, made once
         self._step: int | None = None
+        self._expected: int | None = None  # the store's latest step when loaded or last saved (the fence)
+        self._first_step = 0
+        self._stored = 0  # how many of the messages the log holds
         self._turn_runtime: dict[str, Any] = {}
-        if checkpoint is not None:
-            self._load(checkpoint)
+        self._historic = historic  # opened at an older step: readable and forkable, never saved over
+        if snapshot is not None:
+            self._extend(*messages_of(thread_id, snapshot.record.step, snapshot.messages))
+            self._step = self._expected = snapshot.record.step
+            self._stored = len(self._dumps)
+        elif legacy is not None:  # an older whole-checkpoint thread: the first save writes it all to the log
+            self._extend(*messages_of(thread_id, *legacy))
+            self._step = legacy[0]
+            self._first_step = self._step + 1
         self._saved = len(self._messages)
 
     # ------------------------------------------------------------ reading
@@ -74,8 +90,24 @@ class Thread:
 
     @property
     def step(self) -> int | None:
-        """The step of the checkpoint this thread was loaded from or last saved as; ``None`` before the first save."""
+        """The step this thread was loaded at or last saved as; ``None`` before the first save."""
         return self._step
+
+    def steps(self) -> list[Any]:
+        """Every saved step of this thread (``ctxcore.kit.StepRecord``), oldest first: open one with ``pipeline.thread(id, step=N)``."""
+        return list(self.store.list_steps(self.thread_id))
+
+    def fork(self, new_thread_id: str, *, step: int | None = None) -> Thread:
+        """Copy this thread as saved at ``step`` (default: its current step) into ``new_thread_id``; return it opened.
+
+        Raises:
+            StaleWrite: ``new_thread_id`` already exists; nothing was written.
+            ValueError: this thread has no saved step yet.
+        """
+        if step is None and self._expected is None:
+            raise ValueError(f"thread {self.thread_id!r} has no saved step to fork; save() it first")
+        self.store.fork(self.thread_id, new_thread_id, self._step if step is None else step)
+        return open_thread(self.pipeline, new_thread_id, state_key=self.state_key, tools=self.tools)
 
     @property
     def unsaved(self) -> int:
@@ -154,21 +186,28 @@ class Thread:
         return message
 
     def save(self) -> int:
-        """Write one checkpoint with the next step; return that step. The turn is acknowledged when this returns.
+        """Append the messages added since the last save and one step record; return the step.
+
+        The turn is acknowledged when this returns. Its cost follows the new
+        messages, not the thread's length.
 
         Raises:
-            StaleWrite: another writer saved this thread since it was loaded; nothing
-                was written. Reopen the thread (``pipeline.thread(id)``) and apply the turn again.
-            UnstorableState: a message's metadata is not JSON; nothing was written.
+            StaleWrite: another writer saved this thread since it was loaded (or it was
+                opened at an older step); nothing was written. Reopen the thread
+                (``pipeline.thread(id)``) and apply the turn again.
         """
         with self._lock:
-            step, state, meta = self._checkpoint_args()
+            if self._historic:
+                raise StaleWrite(f"thread {self.thread_id!r} was opened at step {self._step}, not its latest, so saving it "
+                                 f"would rewrite history; fork it (thread.fork('new-id')) or reopen the latest step")
+            new, count = self._dumps[self._stored:], len(self._dumps)
             try:
-                self.checkpointer.save_checkpoint(self.thread_id, step, state, None, meta)
+                record = self.store.append(self.thread_id, new, expected_step=self._expected,
+                                           metadata={"format": THREAD_LOG_FORMAT}, first_step=self._first_step)
             except StaleWrite as exc:
                 raise self._stale(exc) from exc
-            self._saved_at(step)
-        return step
+            self._saved_at(record.step, count)
+        return int(record.step)
 
     # ------------------------------------------------------------ async
     async def aadd_user(self, content: str | Sequence[Any], **runtime: Any) -> Message:
@@ -189,25 +228,20 @@ class Thread:
         return self.add_tool_result(tool_call_id, content)
 
     async def asave(self) -> int:
-        """Async form of :meth:`save` (the checkpointer's ``asave_checkpoint`` when it has one)."""
-        with self._lock:
-            step, state, meta = self._checkpoint_args()
-        save = getattr(self.checkpointer, "asave_checkpoint", None)
-        try:
-            if save is not None:
-                await save(self.thread_id, step, state, None, meta)
-            else:
-                await asyncio.to_thread(self.checkpointer.save_checkpoint, self.thread_id, step, state, None, meta)
-        except StaleWrite as exc:
-            raise self._stale(exc) from exc
-        with self._lock:
-            self._saved_at(step)
-        return step
+        """Async form of :meth:`save` (the append runs in a worker thread)."""
+        return await asyncio.to_thread(self.save)
 
     # ------------------------------------------------------------ internals
     def _append(self, message: Message) -> None:
+        """Append ``message`` once its JSON is known to be storable (``UnstorableState`` otherwise, nothing appended)."""
+        dump = message.model_dump(mode="json")
+        encode_messages([dump])
         self._messages.append(message)
-        self._dumps.append(message.model_dump(mode="json"))
+        self._dumps.append(dump)
+
+    def _extend(self, messages: list[Message], dumps: list[Any]) -> None:
+        self._messages.extend(messages)
+        self._dumps.extend(dumps)
 
     def _pending(self) -> list[str]:
         """Calls of the last assistant message not answered by the tool messages after it."""
@@ -230,13 +264,9 @@ class Thread:
                 state["tools"] = self.tools
             return state, merged
 
-    def _checkpoint_args(self) -> tuple[int, dict[str, Any], dict[str, Any]]:
-        step = 0 if self._step is None else self._step + 1
-        return step, {"messages": list(self._dumps)}, {"format": THREAD_FORMAT, "messages": len(self._dumps)}
-
-    def _saved_at(self, step: int) -> None:
-        self._step = step
-        self._saved = len(self._messages)
+    def _saved_at(self, step: int, count: int) -> None:
+        self._step = self._expected = step
+        self._stored = self._saved = count
 
     def _stale(self, exc: StaleWrite) -> StaleWrite:
         return StaleWrite(
@@ -244,39 +274,6 @@ class Thread:
             f"this save was refused and nothing was written; reopen it with pipeline.thread({self.thread_id!r}) "
             f"and apply the turn again ({exc})"
         )
-
-    def _load(self, checkpoint: Mapping[str, Any]) -> None:
-        for message, item in zip(*_saved_messages(self.thread_id, checkpoint), strict=True):
-            self._messages.append(message)
-            self._dumps.append(item)
-        self._step = int(checkpoint["step"])
-
-
-def _saved_messages(thread_id: str, checkpoint: Mapping[str, Any]) -> tuple[list[Message], list[Any]]:
-    """The messages of a Thread checkpoint, and their stored dumps; ``CheckpointCorrupt`` when it is not one."""
-    state = checkpoint.get("state_dump")
-    raw = state.get("messages") if isinstance(state, Mapping) else None
-    if not isinstance(raw, list):
-        raise CheckpointCorrupt(
-            f"thread {thread_id!r} step {checkpoint.get('step')}: the checkpoint has no 'messages' list, so it was "
-            "not written by a ctxcore Thread; use another thread id or `ctx checkpoint show` to inspect it"
-        )
-    messages = []
-    for i, item in enumerate(raw):
-        try:
-            messages.append(Message.model_validate(item))
-        except ValueError as exc:
-            raise CheckpointCorrupt(f"thread {thread_id!r} step {checkpoint.get('step')}: message {i} is not a ctxcore message: {exc}") from exc
-    return messages, raw
-
-
-def saved_messages(thread_id: str, checkpoint: Mapping[str, Any]) -> list[Message]:
-    """The messages a Thread had saved in ``checkpoint`` (one of ``list_checkpoints(thread_id)``), oldest first.
-
-    Raises:
-        CheckpointCorrupt: the checkpoint was not written by a :class:`Thread`.
-    """
-    return _saved_messages(thread_id, checkpoint)[0]
 
 
 def _user_message(content: str | Sequence[Any]) -> Message:
@@ -295,18 +292,26 @@ def _user_message(content: str | Sequence[Any]) -> Message:
     return Message.from_openai({"role": "user", "content": items})
 
 
-def open_thread(pipeline: Pipeline, thread_id: str, **options: Any) -> Thread:
-    """Load the newest checkpoint of ``thread_id`` from the pipeline's checkpointer, or start empty."""
-    checkpointer = pipeline.thread_checkpointer()
-    return Thread(pipeline, thread_id, checkpointer, checkpointer.get_checkpoint(thread_id), **options)
+def open_thread(pipeline: Pipeline, thread_id: str, *, step: int | None = None, **options: Any) -> Thread:
+    """Read ``thread_id`` from the pipeline's thread store as of its latest step (or ``step``), or start empty.
+
+    A thread the store does not know but the pipeline's checkpointer holds in the
+    older whole-checkpoint format opens from there; its first save converts it.
+
+    Raises:
+        UnknownStep: the thread has no step ``step``.
+        CheckpointCorrupt: the stored thread is damaged (the message says how to recover).
+    """
+    store = pipeline.thread_store()
+    snapshot = store.read(thread_id, step)
+    legacy = legacy_thread(pipeline, thread_id) if snapshot is None and step is None else None
+    historic = step is not None and snapshot is not None and store.list_steps(thread_id)[-1].step != step
+    return Thread(pipeline, thread_id, store, snapshot, legacy=legacy, historic=historic, **options)
 
 
-async def aopen_thread(pipeline: Pipeline, thread_id: str, **options: Any) -> Thread:
-    """Async form of :func:`open_thread`."""
-    checkpointer = pipeline.thread_checkpointer()
-    get = getattr(checkpointer, "aget_checkpoint", None)
-    checkpoint = await get(thread_id) if get is not None else await asyncio.to_thread(checkpointer.get_checkpoint, thread_id)
-    return Thread(pipeline, thread_id, checkpointer, checkpoint, **options)
+async def aopen_thread(pipeline: Pipeline, thread_id: str, *, step: int | None = None, **options: Any) -> Thread:
+    """Async form of :func:`open_thread` (the log is read in a worker thread)."""
+    return await asyncio.to_thread(open_thread, pipeline, thread_id, step=step, **options)
 
 
 register_thread_factories(open_thread, aopen_thread)

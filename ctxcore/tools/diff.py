@@ -324,34 +324,35 @@ def _check_calls(calls: tuple[int, int] | None, count: int) -> None:
 
 
 def diff_thread(
-    builder: Any, checkpointer: Any, thread_id: str, *, steps: tuple[int, int] | None = None,
+    builder: Any, store: Any, thread_id: str, *, steps: tuple[int, int] | None = None,
     runtime: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], BuiltContext]:
     """The diff between the requests two saved turns of a :class:`~ctxcore.runtime.threads.Thread` lead to.
 
-    A turn is a saved step: the request of step ``s`` is the build over the
-    messages the thread had saved at ``s`` (what ``Thread.build`` sends right
-    after reopening it there). ``steps`` default to the last two saved steps,
-    the two consecutive turns whose prompt-cache miss a user asks about. Both
-    builds use one builder, earlier step first, as the thread's own session
-    would.
+    A turn is a saved step of the thread store ``store``: the request of step
+    ``s`` is the build over the messages the thread had at ``s`` (what
+    ``Thread.build`` sends right after ``pipeline.thread(id, step=s)``).
+    ``steps`` default to the last two saved steps, the two consecutive turns
+    whose prompt-cache miss a user asks about. Both builds use one builder,
+    earlier step first, as the thread's own session would.
 
     Raises:
         ValueError: the thread has fewer than two saved steps, or a step does not exist.
-        CheckpointCorrupt: a checkpoint was not written by a Thread.
+        CheckpointCorrupt: the stored thread is damaged.
     """
-    from ctxcore.runtime.threads import saved_messages
+    from ctxcore.runtime.thread_migrate import messages_of
 
-    checkpoints = {int(c["step"]): c for c in checkpointer.list_checkpoints(thread_id)}
-    if len(checkpoints) < 2:
-        raise ValueError(f"thread {thread_id!r} has {len(checkpoints)} saved step(s); a thread diff needs two")
-    i, j = steps if steps is not None else sorted(checkpoints)[-2:]
+    saved = [r.step for r in store.list_steps(thread_id)]
+    if len(saved) < 2:
+        raise ValueError(f"thread {thread_id!r} has {len(saved)} saved step(s); a thread diff needs two")
+    i, j = steps if steps is not None else saved[-2:]
     for s in (i, j):
-        if s not in checkpoints:
-            raise ValueError(f"thread {thread_id!r} has no step {s}; its saved steps are {sorted(checkpoints)}")
+        if s not in saved:
+            raise ValueError(f"thread {thread_id!r} has no step {s}; its saved steps are {saved}")
     if i == j:
         raise ValueError("give two different steps")
     run = {"thread_id": thread_id, **(runtime or {})}
-    built = {s: builder.build({"messages": saved_messages(thread_id, checkpoints[s])}, run) for s in sorted((i, j))}
+    built = {s: builder.build({"messages": messages_of(thread_id, s, store.read(thread_id, s).messages)[0]}, run)
+             for s in sorted((i, j))}
     d = diff_builds(built[i], built[j], labels=(f"step {i}", f"step {j}"))
     return {**d, "thread_id": thread_id, "steps": [i, j]}, built[j]

@@ -25,7 +25,10 @@ from string import Template
 from ctxcore.errors import ScaffoldError
 from ctxcore.plugins.registry import HOOK_FOR_KIND, KINDS
 
-__all__ = ["ScaffoldError", "PluginNames", "plugin_names", "render_plugin", "create_plugin", "KIND_INFO"]
+#: the kinds `ctx plugins new` has templates for (a thread store starts from ThreadStoreContract, docs/persistence.md).
+SCAFFOLD_KINDS: tuple[str, ...] = tuple(k for k in KINDS if k != "thread_store")
+
+__all__ = ["ScaffoldError", "PluginNames", "plugin_names", "render_plugin", "create_plugin", "KIND_INFO", "SCAFFOLD_KINDS"]
 
 #: PEP 508 distribution names: letters, digits, ``.``, ``_``, ``-``, starting and ending alphanumeric.
 _DIST_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
@@ -91,8 +94,8 @@ def plugin_names(name: str, kind: str, component: str | None = None) -> PluginNa
     Raises:
         ScaffoldError: the name cannot be a distribution, package or component name.
     """
-    if kind not in KINDS:
-        raise ScaffoldError(f"unknown kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if kind not in SCAFFOLD_KINDS:
+        raise ScaffoldError(f"unknown kind {kind!r}; choose one of {', '.join(SCAFFOLD_KINDS)}")
     if not _DIST_NAME.match(name or ""):
         raise ScaffoldError(
             f"{name!r} cannot be a Python distribution name: use letters, digits, '-', '_' or '.', "

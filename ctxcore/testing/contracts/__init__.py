@@ -35,6 +35,7 @@ from ctxcore.testing.contracts.counter import (
     png_data_url,
 )
 from ctxcore.testing.contracts.memory_store import MemoryStoreContract
+from ctxcore.testing.contracts.thread_store import ThreadStoreContract, sample_message
 
 __all__ = [
     "SAMPLE_TEXTS",
@@ -45,9 +46,11 @@ __all__ = [
     "FilterContract",
     "MemoryStoreContract",
     "ProviderContract",
+    "ThreadStoreContract",
     "json_values",
     "png_data_url",
     "protected_histories",
     "same_json",
     "sample_histories",
+    "sample_message",
 ]

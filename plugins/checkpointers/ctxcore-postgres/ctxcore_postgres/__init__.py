@@ -1,4 +1,4 @@
-"""ctxcore-postgres: PostgreSQL persistence for ctxcore (psycopg 3 with a connection pool): checkpoints and long-term memory."""
+"""ctxcore-postgres: PostgreSQL persistence for ctxcore (psycopg 3 with a connection pool): checkpoints, thread logs and long-term memory."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ctxcore_postgres.connection import (
     SchemaTooNew,
 )
 from ctxcore_postgres.memory import PostgresMemoryConfig, PostgresMemoryStore
+from ctxcore_postgres.threads import PostgresThreadStore
 
 __all__ = [
     "PgConfig",
@@ -22,5 +23,6 @@ __all__ = [
     "PostgresCheckpointerConfig",
     "PostgresMemoryConfig",
     "PostgresMemoryStore",
+    "PostgresThreadStore",
     "SchemaTooNew",
 ]

@@ -1,0 +1,77 @@
+"""Threads saved by older versions: whole-conversation checkpoints (``ctxcore.thread/1``) read and converted.
+
+Before the thread log, every ``Thread.save`` wrote the whole conversation as one
+checkpoint through the pipeline's checkpointer, with
+``runtime_metadata["format"] == "ctxcore.thread/1"`` and the messages in
+``state_dump["messages"]``. Such a thread opens from its newest checkpoint when
+the thread store does not know it; its first save writes all its messages to
+the log as step ``old step + 1`` (:func:`migrate_threads` does that for every
+thread at once: ``ctx thread migrate``). The old checkpoints stay where they
+are until ``ctx checkpoint prune`` or ``delete`` removes them; once a thread is
+in the log, the log wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxcore.errors import CheckpointCorrupt
+from ctxcore.model.messages import Message
+
+__all__ = ["THREAD_FORMAT", "legacy_thread", "messages_of", "migrate_threads", "saved_messages"]
+
+#: ``runtime_metadata["format"]`` of the whole-conversation checkpoints older versions wrote.
+THREAD_FORMAT = "ctxcore.thread/1"
+
+
+def messages_of(thread_id: str, step: int, raw: Any) -> tuple[list[Message], list[Any]]:
+    """The stored message dumps ``raw`` as ctxcore messages (and the dumps); ``CheckpointCorrupt`` naming the bad one."""
+    messages = []
+    for i, item in enumerate(raw):
+        try:
+            messages.append(Message.model_validate(item))
+        except ValueError as exc:
+            raise CheckpointCorrupt(f"thread {thread_id!r} step {step}: message {i} is not a ctxcore message: {exc}") from exc
+    return messages, list(raw)
+
+
+def _legacy_messages(thread_id: str, checkpoint: Mapping[str, Any]) -> list[Any]:
+    state = checkpoint.get("state_dump")
+    raw = state.get("messages") if isinstance(state, Mapping) else None
+    if not isinstance(raw, list):
+        raise CheckpointCorrupt(
+            f"thread {thread_id!r} step {checkpoint.get('step')}: the checkpoint has no 'messages' list, so it was "
+            "not written by a ctxcore Thread; use another thread id or `ctx checkpoint show` to inspect it"
+        )
+    return raw
+
+
+def saved_messages(thread_id: str, checkpoint: Mapping[str, Any]) -> list[Message]:
+    """The messages an older Thread saved in ``checkpoint`` (one of ``list_checkpoints(thread_id)``), oldest first.
+
+    Raises:
+        CheckpointCorrupt: the checkpoint was not written by a Thread.
+    """
+    return messages_of(thread_id, int(checkpoint.get("step", -1)), _legacy_messages(thread_id, checkpoint))[0]
+
+
+def legacy_thread(pipeline: Any, thread_id: str) -> tuple[int, list[Any]] | None:
+    """The newest old-format checkpoint of ``thread_id`` in the pipeline's checkpointer as (step, message dumps), or ``None``."""
+    checkpoint = pipeline.thread_checkpointer().get_checkpoint(thread_id)
+    if checkpoint is None:
+        return None
+    return int(checkpoint["step"]), _legacy_messages(thread_id, checkpoint)
+
+
+def migrate_threads(pipeline: Any, open_thread: Any) -> list[tuple[str, int]]:
+    """Convert every old-format thread of the pipeline's checkpointer the log does not hold yet; return (thread, step) of each."""
+    checkpointer, store = pipeline.thread_checkpointer(), pipeline.thread_store()
+    done = []
+    for thread_id in checkpointer.list_threads():
+        latest = checkpointer.get_checkpoint(thread_id)
+        meta = latest.get("runtime_metadata") if latest else None
+        if not isinstance(meta, Mapping) or meta.get("format") != THREAD_FORMAT or store.read(thread_id) is not None:
+            continue
+        done.append((thread_id, open_thread(pipeline, thread_id).save()))
+    return done
