@@ -275,9 +275,14 @@ class RedisThreadStore:
         alive = self._run("list threads", None, exists) if ids else []
         for tid, live in zip(ids, alive, strict=True):
             if not live:
-                self._run("list threads", tid, lambda t=tid: self._script("FORGET")(
-                    keys=[self._keys(t)[1], self._index], args=[t.encode("utf-8", "surrogatepass")]))
+                self._forget(tid)
         return sorted(tid for tid, live in zip(ids, alive, strict=True) if live)
+
+    def _forget(self, thread_id: str) -> None:
+        """Drop the index entry of a thread whose keys are gone (its TTL ended), unless it was saved again meanwhile."""
+        keys = [self._keys(thread_id)[1], self._index]
+        tid = thread_id.encode("utf-8", "surrogatepass")
+        self._run("list threads", thread_id, lambda: self._script("FORGET")(keys=keys, args=[tid]))
 
     def close(self) -> None:
         """Close this process's connections."""
