@@ -6,10 +6,12 @@ Use the session fixture from a ``conftest.py``::
 
 ``redis_url`` yields a ``redis://`` URL. Without ``CTXCORE_TEST_REDIS_URL`` it
 starts ``redis-server`` (or ``valkey-server``) on a free loopback port with its
-files in a temporary directory, with append-only persistence (``appendfsync
-always``, so an acknowledged write survives a SIGKILLed client and a restarted
-server), and stops it when the session ends — also when tests fail. The server
-gets the parent-death signal, so it goes away even if the test process is killed.
+files in a temporary directory and no persistence (``--save ''``: the data
+lives as long as the session, and SIGKILLed clients cannot lose what the
+server acknowledged), and stops it when the session ends — also when tests
+fail. :func:`throwaway_redis` with ``appendonly=True`` (``appendfsync always``)
+is for tests that restart the server. The server gets the parent-death signal,
+so it goes away even if the test process is killed.
 
 When no server binary is installed the fixture fails with the fix in the message
 when ``CI`` is set (``make test`` installs ``redis-server``), and skips otherwise.
@@ -153,7 +155,7 @@ def redis_url() -> Iterator[str]:
         yield existing
         return
     try:
-        server = throwaway_redis()
+        server = throwaway_redis(appendonly=False)
         url = server.__enter__()
     except RedisUnavailableForTests as exc:
         unavailable(exc)

@@ -65,10 +65,10 @@ def test_ttl_is_set_and_refreshed_on_every_save(redis_url: str, key_prefix: str,
 def test_an_expired_thread_is_gone_and_leaves_the_index(redis_url: str, key_prefix: str, raw: Any) -> None:
     """When the TTL ends the thread reads as unknown, list_threads drops it, and the id can start again."""
     store = RedisThreadStore(redis_url, key_prefix=key_prefix, ttl_ms=50)
+    kept = RedisThreadStore(redis_url, key_prefix=key_prefix)  # same keys, no TTL
+    kept.append("u", [sample_message(0)], expected_step=None)
+    kept.close()
     store.append("t", [sample_message(0)], expected_step=None)
-    store.append("u", [sample_message(0)], expected_step=None)
-    raw.persist(f"{key_prefix}:log:u")
-    raw.persist(f"{key_prefix}:steps:u")
     deadline = time.monotonic() + 10
     while raw.exists(f"{key_prefix}:steps:t") and time.monotonic() < deadline:
         time.sleep(0.02)
