@@ -12,7 +12,7 @@ PLUGIN_PROJECTS := $(filter-out $(INTEGRATION_PROJECTS),$(wildcard plugins/*/*/p
 PACKAGES := -e . $(foreach p,$(PLUGIN_PROJECTS),-e $(dir $(p)))
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint lint-imports docs clean test-mem0 test-integrations integration-venvs bench-integrations bench-counters postgres chromium screenshot bench wheelhouse
+.PHONY: install demo test lint lint-imports docs clean test-mem0 test-integrations integration-venvs bench-integrations bench-counters postgres redis chromium screenshot bench wheelhouse
 
 install: $(STAMP)
 
@@ -67,7 +67,7 @@ $(WHEELHOUSE_STAMP): $(STAMP) tools/wheelhouse.py pyproject.toml $(PLUGIN_PROJEC
 	$(PY) tools/wheelhouse.py $(WHEELHOUSE)
 	@touch $@
 
-test: install lint docs postgres chromium wheelhouse
+test: install lint docs postgres redis chromium wheelhouse
 	CTXCORE_WHEELHOUSE=$(abspath $(WHEELHOUSE)) $(PY) -m pytest $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-mem0
 	$(MAKE) --no-print-directory test-integrations
@@ -83,6 +83,19 @@ postgres:
 	else \
 	  echo "warning: PostgreSQL is not installed (needs root and apt-get here): install it or set CTXCORE_TEST_PG_DSN;" \
 	       "the PostgreSQL tests skip, and fail when CI is set" >&2; \
+	fi
+
+# redis-server for the ctxcore-redis tests and bench/thread_load.py, which start (and stop) a throwaway
+# server on a free loopback port themselves; nothing to do when CTXCORE_TEST_REDIS_URL names a server.
+redis:
+	@if [ -n "$$CTXCORE_TEST_REDIS_URL" ] || command -v redis-server >/dev/null 2>&1 || command -v valkey-server >/dev/null 2>&1; then \
+	  true; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "== installing redis-server with apt-get"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	else \
+	  echo "warning: redis-server is not installed (needs root and apt-get here): install it or set CTXCORE_TEST_REDIS_URL;" \
+	       "the Redis tests skip, and fail when CI is set" >&2; \
 	fi
 
 # Debian's Chromium for the HTML report test (tests/test_report_html.py) and `make screenshot`,
@@ -176,8 +189,8 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 	$(PY) -m pip install --quiet -r requirements-bench.txt
 	@touch $@
 
-bench: install $(BENCH_STAMP)
-	@for script in bench/perf.py bench/cache_economics.py bench/caching_rules.py bench/thread_growth.py; do \
+bench: install $(BENCH_STAMP) postgres redis
+	@for script in bench/perf.py bench/cache_economics.py bench/caching_rules.py bench/thread_growth.py bench/thread_load.py; do \
 	  if [ -f $$script ]; then echo "== $$script"; CTXCORE_BENCH_VIA_MAKE=1 $(PY) $$script || exit 1; \
 	  else echo "== $$script: not present, skipped"; fi; \
 	done

@@ -29,6 +29,7 @@ FIRST_PARTY: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "ctxcore-checkpointers": ("standard", {"checkpointer": ("jsonl", "memory", "null", "sqlite"), "thread_store": ("jsonl", "memory", "sqlite")}),
     "ctxcore-memory": ("standard", {"memory": ("json", "sqlite")}),
     "ctxcore-postgres": ("postgres", {"checkpointer": ("postgres",), "thread_store": ("postgres",), "memory": ("postgres",)}),
+    "ctxcore-redis": ("redis", {"thread_store": ("redis",)}),
     "ctxcore-counter-hf": ("huggingface", {"counter": ("huggingface",)}),
     "ctxcore-memory-mem0": ("mem0", {"memory": ("mem0",)}),
 }
