@@ -169,6 +169,7 @@ EXPECTED_KIT_ALL = [
     "memory_text",
     "neutralize_markers",
     "new_memory_id",
+    "overflow_cause",
     "pinned_prefix_length",
     "read_capped",
     "read_confined",

@@ -91,6 +91,7 @@ from ctxcore.kit.memory import (
     resolve_namespace,
     tokenize,
 )
+from ctxcore.kit.overflow import overflow_cause
 from ctxcore.kit.prompts import (
     DEFAULT_PROMPTS,
     PipelineContext,
@@ -126,6 +127,7 @@ __all__ = [
     "has_marker",
     "inside",
     "neutralize_markers",
+    "overflow_cause",
     "read_capped",
     "read_confined",
     "skeleton",

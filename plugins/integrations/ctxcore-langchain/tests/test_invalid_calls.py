@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ctxcore_langchain import ContextHook, from_langchain, to_langchain
+from ctxcore_langchain import ContextBudgetExceeded, ContextHook, from_langchain, to_langchain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -115,3 +115,14 @@ def test_the_request_chatopenai_sends_is_legal_with_invalid_calls(wire, turns: l
     for message in history:
         if isinstance(message, AIMessage) and any(c["id"] in ids_sent for c in message.invalid_tool_calls):
             assert message in result  # a kept malformed call goes out as the framework's own message
+
+
+def test_over_budget_error_names_the_largest_contributor_first() -> None:
+    """A huge tool result in the newest turn is named first (its call id and tokens), with a truncating or offloading fix."""
+    history = [HumanMessage("read the log", id="h1"),
+               AIMessage("", tool_calls=[{"name": "read", "args": {}, "id": "c7", "type": "tool_call"}], id="a1"),
+               ToolMessage("line of the log " * 3000, tool_call_id="c7", id="t1")]
+    with pytest.raises(ContextBudgetExceeded) as caught:
+        ContextHook(_pipeline(2_000))({"messages": history})
+    text = str(caught.value)
+    assert text.startswith("the newest tool result (call 'c7', ") and "tool_results" in text.split(". ")[0]
