@@ -169,7 +169,7 @@ class ConversionCache:
         if list(map(type, prefix)) != list(map(type, seen)) or list(map(vars, prefix)) != list(map(vars, seen)):
             return False
         self._seen = prefix
-        self._lookup.update(zip(map(id, self._converted), prefix))
+        self._lookup.update(zip(map(id, self._converted), prefix, strict=True))
         self._signatures[max(0, n - GUARD):] = map(_signature, prefix[max(0, n - GUARD):])
         return True
 

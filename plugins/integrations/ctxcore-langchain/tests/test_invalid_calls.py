@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from ctxcore_langchain import ContextBudgetExceeded, ContextHook, from_langchain, to_langchain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
