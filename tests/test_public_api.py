@@ -182,6 +182,7 @@ EXPECTED_KIT_ALL = [
     "memory_text",
     "neutralize_markers",
     "new_memory_id",
+    "overflow_cause",
     "parse_age",
     "pinned_prefix_length",
     "plain_fields",

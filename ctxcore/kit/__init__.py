@@ -90,6 +90,7 @@ from ctxcore.kit.memory import (
     resolve_namespace,
     tokenize,
 )
+from ctxcore.kit.overflow import overflow_cause
 from ctxcore.kit.prompts import (
     DEFAULT_PROMPTS,
     PipelineContext,
@@ -159,6 +160,7 @@ __all__ = [
     "has_marker",
     "inside",
     "neutralize_markers",
+    "overflow_cause",
     "read_capped",
     "read_confined",
     "skeleton",

@@ -27,6 +27,7 @@ from langchain_core.runnables.config import RunnableConfig, ensure_config, get_c
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ctxcore import BudgetExceeded, Message
+from ctxcore.kit import overflow_cause
 from ctxcore_langchain.cache import ConversionCache
 from ctxcore_langchain.converters import message_from_langchain
 
@@ -106,30 +107,43 @@ def _thread_of(config: Any) -> Any:
     return configurable.get("thread_id")
 
 
-def _over_budget(exc: BudgetExceeded) -> ContextBudgetExceeded:
+def _counter(pipeline: Any) -> Any:
+    """The pipeline's token counter (a ``Pipeline``'s compiled builder's, or a ``ContextBuilder``'s), else ``None``."""
+    builder = pipeline.builder() if callable(getattr(pipeline, "builder", None)) else pipeline
+    return getattr(builder, "counter", None)
+
+
+def _over_budget(exc: BudgetExceeded, pipeline: Any, state: dict[str, Any], state_key: str) -> ContextBudgetExceeded:
+    """The build's error with the largest part of the protected context (and its fix) named first."""
+    counter = _counter(pipeline)
+    cause = None
+    if counter is not None:
+        tool_tokens = counter.count_tools(state["tools"]) if state.get("tools") else 0
+        cause = overflow_cause(state[state_key], counter, tool_tokens)
+    lead = f"{cause}. " if cause else ""
     return ContextBudgetExceeded(
-        f"{exc} (ctxcore-langchain: the agent's system prompt, tool schemas and newest turn must fit; "
+        f"{lead}{exc} (ctxcore-langchain: the agent's system prompt, tool schemas and newest turn must fit; "
         "raise model.context_window in the pipeline, shorten the system prompt, or make tools return less)",
         budget=exc.budget, required=exc.required, report=exc.report, unit=exc.unit)
 
 
-def _build(pipeline: Any, state: dict[str, Any], runtime: Mapping[str, Any]) -> Any:
+def _build(pipeline: Any, state: dict[str, Any], runtime: Mapping[str, Any], state_key: str) -> Any:
     try:
         return pipeline.build(state, runtime)
     except ContextBudgetExceeded:
         raise
     except BudgetExceeded as exc:
-        raise _over_budget(exc) from exc
+        raise _over_budget(exc, pipeline, state, state_key) from exc
 
 
-async def _abuild(pipeline: Any, state: dict[str, Any], runtime: Mapping[str, Any]) -> Any:
+async def _abuild(pipeline: Any, state: dict[str, Any], runtime: Mapping[str, Any], state_key: str) -> Any:
     build = getattr(pipeline, "abuild", None)
     try:
         return await build(state, runtime) if build is not None else pipeline.build(state, runtime)
     except ContextBudgetExceeded:
         raise
     except BudgetExceeded as exc:
-        raise _over_budget(exc) from exc
+        raise _over_budget(exc, pipeline, state, state_key) from exc
 
 
 def _in_run(config: Any) -> bool:
@@ -184,7 +198,7 @@ class ContextMiddleware(AgentMiddleware):  # type: ignore[misc]
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> Any:
         """Build the window from the request, then call the model with it (and no separate system message)."""
         cache, state, config = self._prepare(request)
-        built = _build(self._builder.pipeline, state, self._builder.runtime)
+        built = _build(self._builder.pipeline, state, self._builder.runtime, self._builder.state_key)
         window = self._builder.window(cache, built)
         if _in_run(config):
             dispatch_custom_event(REPORT_EVENT, {"report": built.report, "thread_id": _thread_of(config)}, config=config)
@@ -194,7 +208,7 @@ class ContextMiddleware(AgentMiddleware):  # type: ignore[misc]
                                handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> Any:
         """Async form of :meth:`wrap_model_call` (the pipeline's ``abuild``)."""
         cache, state, config = self._prepare(request)
-        built = await _abuild(self._builder.pipeline, state, self._builder.runtime)
+        built = await _abuild(self._builder.pipeline, state, self._builder.runtime, self._builder.state_key)
         window = self._builder.window(cache, built)
         if _in_run(config):
             await adispatch_custom_event(REPORT_EVENT, {"report": built.report, "thread_id": _thread_of(config)},
@@ -227,5 +241,5 @@ class ContextHook:
         """Build the window of ``state[messages_key]`` (one conversion cache per LangGraph ``thread_id``)."""
         cache = self._builder.cache(_thread_of(config))
         built = _build(self._builder.pipeline, self._builder.state(cache, state[self.messages_key], None, ()),
-                       self._builder.runtime)
+                       self._builder.runtime, self._builder.state_key)
         return {"llm_input_messages": self._builder.window(cache, built)}

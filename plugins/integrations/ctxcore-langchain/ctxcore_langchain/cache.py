@@ -5,16 +5,23 @@ messages, not the history. :class:`ConversionCache` proves growth the way
 ctxcore's ``history`` provider does:
 
 - the same prefix: the incoming list's first ``n`` items are the ``n`` seen last
-  time, checked with one C-level list comparison (identical objects compare by
-  pointer; within one agent run LangGraph hands the same message objects on);
+  time, the very objects, checked by pointer at C level (within one agent run
+  LangGraph hands the same message objects on);
 - a guard on the last :data:`GUARD` items seen: each still has the content and
   tool-call objects (and lengths) it had when converted, which catches an
   in-place edit there (``msg.content = ...``, ``msg.content.append(...)``);
 - then only the new tail is converted, and the ctxcore list returned is the same
   list object, grown, so the ``history`` provider's own fast path applies.
 
-Anything else (an edited, removed or reordered message, new objects after a
-checkpoint load) falls back to a per-message lookup: by the LangChain message
+A history loaded again (a LangGraph checkpointer hands every turn freshly
+deserialized objects) fails the pointer compare; then the prefix is compared by
+value: the same classes and equal ``__dict__`` (every field; C-level compares,
+no pydantic ``__eq__`` call), which proves it unchanged, so the conversions are
+kept, the same ctxcore list grows, and only the new messages are converted (at
+2,000 messages about the cost of the build; see docs/performance.md).
+
+Anything else (an edited, removed or reordered message) falls back to a
+per-message lookup: by the LangChain message
 ``id`` (or the object, when it has none), hit when the entry's message is the
 same object with an unchanged guard or compares equal. Entries of messages no
 longer in the history are dropped then, so memory is bounded by the history.
@@ -89,7 +96,7 @@ class ConversionCache:
             ValueError: a message ctxcore cannot represent (names its index).
         """
         n = len(self._seen)
-        if n and len(messages) >= n and self._grew(messages, n):
+        if n and len(messages) >= n and (self._grew(messages, n) or self._reloaded(messages, n)):
             for index in range(n, len(messages)):
                 self._append(index, messages[index], None)
         else:
@@ -138,13 +145,32 @@ class ConversionCache:
 
     # ---------------------------------------------------------------- internals
     def _grew(self, messages: Sequence[BaseMessage], n: int) -> bool:
-        prefix = messages[:n]
-        if (prefix if isinstance(prefix, list) else list(prefix)) != self._seen:
+        """Whether ``messages`` starts with the very objects of the last call, the newest unedited (pointer compares)."""
+        if not all(map(is_, messages[:n], self._seen)):  # not ``!=``: that calls the pydantic __eq__ of each message
             return False
         seen, signatures = self._seen, self._signatures
         for index in range(max(0, n - GUARD), n):
             if messages[index] is not seen[index] or not _same(_signature(messages[index]), signatures[index]):
                 return False
+        return True
+
+    def _reloaded(self, messages: Sequence[BaseMessage], n: int) -> bool:
+        """Whether ``messages`` starts with messages *equal* to the last call's (a checkpointer loaded them again).
+
+        Only when every object is new (a kept object may have been edited in place, which a compare with
+        itself cannot see). Equal is every field the same (class and ``__dict__``, compared at C level, so a message replaced under its
+        id by LangGraph's ``add_messages`` is noticed anywhere in the history). Then the conversions are kept, and
+        the new objects take the old ones' place (the way back gives the framework its new objects).
+        """
+        prefix = list(messages[:n])
+        seen = self._seen
+        if any(map(is_, prefix, seen)):  # not all loaded again: one may be an edited old object (the guard said so)
+            return False
+        if list(map(type, prefix)) != list(map(type, seen)) or list(map(vars, prefix)) != list(map(vars, seen)):
+            return False
+        self._seen = prefix
+        self._lookup.update(zip(map(id, self._converted), prefix, strict=True))
+        self._signatures[max(0, n - GUARD):] = map(_signature, prefix[max(0, n - GUARD):])
         return True
 
     def _append(self, index: int, message: BaseMessage, old: dict[Any, Any] | None) -> None:

@@ -100,8 +100,10 @@ def message_from_langchain(message: BaseMessage, **provenance: Any) -> Message:
     keep_calls = False
     if role == "assistant":
         raw_calls = message.tool_calls  # type: ignore[attr-defined]
-        calls = tuple(_call_from_langchain(c) for c in raw_calls)
-        keep_calls = _calls_to_langchain(calls)[0] != raw_calls
+        invalid = message.invalid_tool_calls  # type: ignore[attr-defined]
+        # the invalid calls after the valid ones: the order ChatOpenAI sends them in
+        calls = (*(_call_from_langchain(c) for c in raw_calls), *(_invalid_call(c) for c in invalid))
+        keep_calls = _calls_to_langchain(calls, _invalid_ids(invalid))[0] != raw_calls
     fields: dict[str, Any] = {"role": role, "content": content, "name": name, "tool_calls": calls}
     if role == "tool":
         fields["tool_call_id"] = message.tool_call_id  # type: ignore[attr-defined]
@@ -135,13 +137,14 @@ def message_to_langchain(message: Message) -> BaseMessage:
     if message.name is not None:
         kwargs["name"] = message.name
     if message.role == "assistant":
+        known = kwargs.get("invalid_tool_calls") or ()
         if same and "tool_calls" in carried:
             kwargs["tool_calls"] = carried["tool_calls"]
         else:
-            calls, invalid = _calls_to_langchain(message.tool_calls)
+            calls, invalid = _calls_to_langchain(message.tool_calls, _invalid_ids(known))
             kwargs["tool_calls"] = calls
-            if invalid:
-                kwargs["invalid_tool_calls"] = [*kwargs.get("invalid_tool_calls", ()), *invalid]
+            if invalid or known:
+                kwargs["invalid_tool_calls"] = _originals(invalid, known)
     if message.role == "tool":
         kwargs["tool_call_id"] = message.tool_call_id
     if kind == "AIMessageChunk" and "type" in carried:
@@ -230,8 +233,38 @@ def _call_from_langchain(call: Mapping[str, Any]) -> ToolCall:
     return ToolCall(id=call.get("id") or "", name=call.get("name") or "", arguments=arguments)
 
 
-def _calls_to_langchain(calls: Sequence[ToolCall]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """LangChain ``tool_calls`` and, for arguments that are not a JSON object, ``invalid_tool_calls``."""
+def _invalid_call(call: Mapping[str, Any]) -> ToolCall:
+    """A LangChain invalid tool call as a ctxcore call carrying its raw argument text (what ChatOpenAI sends)."""
+    args = call.get("args")
+    return ToolCall(id=call.get("id") or "", name=call.get("name") or "", arguments=args if isinstance(args, str) else "")
+
+
+def _invalid_ids(invalid: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    return frozenset(c.get("id") or "" for c in invalid)
+
+
+def _originals(invalid: list[dict[str, Any]], known: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Each invalid call rendered from ctxcore as the message's original one when its arguments still read the same.
+
+    The same: the raw text, or the build's repair of it (``{"_unparsed_arguments": raw}``, the JSON object a
+    provider accepts), so the framework sends its own invalid call, raw text and all.
+    """
+    by_id = {c.get("id") or "": c for c in known}
+    out: list[Any] = []
+    for call in invalid:
+        original = by_id.get(call["id"])
+        raw = _invalid_call(original).arguments if original is not None else None
+        if raw is not None and call["args"] in (raw, json.dumps({"_unparsed_arguments": raw}, ensure_ascii=False)):
+            out.append(original)
+        else:
+            out.append(call)
+    return out
+
+
+def _calls_to_langchain(calls: Sequence[ToolCall], invalid_ids: frozenset[str] = frozenset()
+                        ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """LangChain ``tool_calls`` and ``invalid_tool_calls``: the calls named in ``invalid_ids`` and those whose
+    arguments are not a JSON object."""
     valid: list[dict[str, Any]] = []
     invalid: list[dict[str, Any]] = []
     for c in calls:
@@ -242,6 +275,8 @@ def _calls_to_langchain(calls: Sequence[ToolCall]) -> tuple[list[dict[str, Any]]
             args, error = None, f"arguments are not JSON: {exc}"
         else:
             error = None if isinstance(args, dict) else "arguments are not a JSON object"
+        if error is None and c.id in invalid_ids:
+            error = "the model's arguments did not parse"
         if error is None:
             valid.append({"name": c.name, "args": args, "id": c.id, "type": "tool_call"})
         else:

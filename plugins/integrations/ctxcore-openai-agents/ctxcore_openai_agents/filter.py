@@ -34,6 +34,7 @@ from typing import Any
 from agents.run_config import CallModelData, ModelInputData
 
 from ctxcore import BudgetExceeded, BuildReport, BuiltContext, Message, Pipeline, to_openai_responses
+from ctxcore.kit import overflow_cause
 from ctxcore_openai_agents.cache import ConversionCache, unchanged
 from ctxcore_openai_agents.converters import ITEMS_KEY, items_from_messages, reads_same
 from ctxcore_openai_agents.errors import ContextBudgetExceeded
@@ -100,7 +101,7 @@ class ContextFilter:
                 state, head, spans, items = self._prepare(items, instructions, tools, exact=True)
                 result = self._finish(await self.pipeline.abuild(state), head, spans, items, verify=False)
         except BudgetExceeded as exc:
-            raise _budget_error(exc) from exc
+            raise _budget_error(exc, self.pipeline, state, self.state_key) from exc
         assert result is not None
         self._publish(result.report, data.context)
         return ModelInputData(input=result.items, instructions=result.instructions)
@@ -120,7 +121,7 @@ class ContextFilter:
                 state, head, spans, listed = self._prepare(listed, instructions, tools, exact=True)
                 result = self._finish(self.pipeline.build(state), head, spans, listed, verify=False)
         except BudgetExceeded as exc:
-            raise _budget_error(exc) from exc
+            raise _budget_error(exc, self.pipeline, state, self.state_key) from exc
         assert result is not None
         self._publish(result.report, None)
         return result
@@ -221,10 +222,18 @@ def function_tools(agent: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _budget_error(exc: BudgetExceeded) -> ContextBudgetExceeded:
+def _budget_error(exc: BudgetExceeded, pipeline: Any, state: Mapping[str, Any], state_key: str) -> ContextBudgetExceeded:
+    """The build's error with the largest part of the protected context (a huge tool output, the instructions) first."""
+    builder = pipeline.builder() if callable(getattr(pipeline, "builder", None)) else pipeline
+    counter = getattr(builder, "counter", None)
+    cause = None
+    if counter is not None:
+        tools = state.get("tools")
+        cause = overflow_cause(state[state_key], counter, counter.count_tools(tools) if tools else 0)
+    lead = f"{cause}. " if cause else ""
     return ContextBudgetExceeded(
-        f"the agent's instructions, tool definitions and protected messages need {exc.required} {exc.unit} but the "
-        f"pipeline's budget is {exc.budget}: raise model.context_window (or lower reserve_output_tokens) in the "
-        f"pipeline, or shorten the agent's instructions or tools ({exc})",
+        f"{lead}The agent's instructions, tool definitions and protected messages need {exc.required} {exc.unit} "
+        f"but the pipeline's budget is {exc.budget}: raise model.context_window (or lower reserve_output_tokens) in "
+        f"the pipeline, or shorten the agent's instructions or tools ({exc})",
         budget=exc.budget, required=exc.required, report=exc.report, unit=exc.unit,
     )

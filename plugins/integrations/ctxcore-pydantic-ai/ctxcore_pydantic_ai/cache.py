@@ -46,9 +46,9 @@ _PARTS = attrgetter("parts")
 _Entry = tuple[ModelMessage, Any, tuple[Any, ...], list[dict[str, Any]], tuple[Message, ...]]
 
 
-def _entry(message: Any) -> _Entry:
+def _entry(message: Any, thinking: bool = True) -> _Entry:
     parts = message.parts
-    return (message, parts, tuple(parts), [dict(vars(p)) for p in parts], convert_model_message(message))
+    return (message, parts, tuple(parts), [dict(vars(p)) for p in parts], convert_model_message(message, thinking))
 
 
 class ConversionCache:
@@ -57,7 +57,9 @@ class ConversionCache:
     ``hits`` and ``misses`` count the messages reused and converted by the last call.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, thinking: bool = True) -> None:
+        #: whether thinking parts are counted (see :func:`ctxcore_pydantic_ai.convert.convert_model_message`)
+        self.thinking = thinking
         self._entries: dict[int, _Entry] = {}
         self.hits = 0
         self.misses = 0
@@ -77,7 +79,7 @@ class ConversionCache:
         if n and len(messages) >= n and self._grew(messages, n):
             entries, out = self._entries, self._out
             for message in messages[n:]:
-                entry = _entry(message)
+                entry = _entry(message, self.thinking)
                 entries[id(message)] = entry
                 out.extend(entry[4])
                 self._note(message)
@@ -123,7 +125,7 @@ class ConversionCache:
                     and (position < deep_from or list(map(vars, message.parts)) == entry[3])):
                 hits += 1
             else:
-                entry = _entry(message)
+                entry = _entry(message, self.thinking)
             kept[key] = entry
             extend(entry[4])
             self._note(message)

@@ -20,9 +20,12 @@ call's results right after it. The mapping (docs/integrations.md#pydantic-ai):
   per part, which only carries it;
 - a whole ``ModelResponse`` is one ``assistant`` message: its ``TextPart``\\ s
   are the content (a string for one, text blocks for several), its tool calls
-  (``ToolCallPart`` and typed subclasses) are ``tool_calls``; thinking,
-  native (server-side) tool calls and returns, files and speech ride along
-  without being counted.
+  (``ToolCallPart`` and typed subclasses) are ``tool_calls``; its
+  ``ThinkingPart``\\ s are text blocks of the content too, in the inline form
+  pydantic-ai's OpenAI chat model sends back (``<think>`` tags), so they are
+  counted and budgeted (``thinking=False``: carried, not counted, for a model
+  that does not send them back); native (server-side) tool calls and returns,
+  files and speech ride along without being counted.
 
 Every converted message carries a :class:`PydanticAIOrigin` in
 ``metadata["pydantic_ai"]``: the original ``ModelMessage``, the part and its
@@ -55,6 +58,7 @@ from pydantic_ai.messages import (
     RetryPromptPart,
     SystemPromptPart,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
@@ -62,7 +66,8 @@ from pydantic_ai.messages import (
 
 from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall
 
-__all__ = ["METADATA_KEY", "PydanticAIOrigin", "from_pydantic_ai", "to_pydantic_ai", "convert_model_message", "unchanged"]
+__all__ = ["METADATA_KEY", "PydanticAIOrigin", "convert_model_message", "from_pydantic_ai", "thinking_text", "to_pydantic_ai",
+           "unchanged"]
 
 #: the metadata key of a converted message's :class:`PydanticAIOrigin`.
 METADATA_KEY = "pydantic_ai"
@@ -161,8 +166,18 @@ def _request_part(part: Any) -> dict[str, Any]:
     return {"role": "user", "content": ""}
 
 
-def _response_fields(response: ModelResponse) -> dict[str, Any]:
-    texts = [p.content for p in response.parts if isinstance(p, TextPart)]
+def thinking_text(part: ThinkingPart) -> str:
+    """A thinking part as it is counted: the inline form pydantic-ai's OpenAI chat model sends (``<think>`` tags).
+
+    Sent in a ``reasoning_content`` field instead, the text is the same without the tags (a few tokens
+    fewer): counting the inline form never under-counts either.
+    """
+    return f"<think>\n{part.content}\n</think>"
+
+
+def _response_fields(response: ModelResponse, thinking: bool = True) -> dict[str, Any]:
+    texts = [thinking_text(p) if isinstance(p, ThinkingPart) else p.content for p in response.parts
+             if isinstance(p, TextPart) or (thinking and isinstance(p, ThinkingPart) and p.content)]
     calls = tuple(
         ToolCall(id=p.tool_call_id, name=p.tool_name, arguments=p.args_as_json_str())
         for p in response.parts
@@ -195,20 +210,23 @@ def _request_messages(request: ModelRequest) -> tuple[Message, ...]:
                  for k, i in enumerate(readable))
 
 
-def convert_model_message(message: ModelMessage) -> tuple[Message, ...]:
+def convert_model_message(message: ModelMessage, thinking: bool = True) -> tuple[Message, ...]:
     """The ctxcore messages of one pydantic-ai message (the unit the conversion cache keeps).
+
+    With ``thinking`` a response's ``ThinkingPart`` texts are text blocks of its content (in their place,
+    inline form: see :func:`thinking_text`), so they are counted and budgeted as the framework sends them.
 
     Raises:
         TypeError: ``message`` is neither a ``ModelRequest`` nor a ``ModelResponse``.
     """
     if isinstance(message, ModelResponse):
-        return (_make(_response_fields(message), message, 0, None),)
+        return (_make(_response_fields(message, thinking), message, 0, None),)
     if isinstance(message, ModelRequest):
         return _request_messages(message)
     raise TypeError(f"expected a pydantic-ai ModelRequest or ModelResponse, got {type(message).__name__}")
 
 
-def from_pydantic_ai(messages: Iterable[ModelMessage]) -> list[Message]:
+def from_pydantic_ai(messages: Iterable[ModelMessage], *, thinking: bool = True) -> list[Message]:
     """Convert pydantic-ai messages to ctxcore messages (one per request part, one per response).
 
     Raises:
@@ -217,7 +235,7 @@ def from_pydantic_ai(messages: Iterable[ModelMessage]) -> list[Message]:
     out: list[Message] = []
     for i, message in enumerate(messages):
         try:
-            out.extend(convert_model_message(message))
+            out.extend(convert_model_message(message, thinking))
         except TypeError as exc:
             raise ValueError(f"message {i}: {exc}") from None
     return out
@@ -278,6 +296,9 @@ def _new_response(message: Message, origin: PydanticAIOrigin | None) -> ModelRes
     texts = [t for t in texts if t]
     calls = list(message.tool_calls)
     old = origin.message if origin is not None else None
+    if isinstance(old, ModelResponse):  # its thinking stays thinking parts (kept in place below), not text
+        thoughts = {thinking_text(p) for p in old.parts if isinstance(p, ThinkingPart)}
+        texts = [t for t in texts if t not in thoughts]
     if not isinstance(old, ModelResponse):
         parts: list[Any] = [TextPart(t) for t in texts]
         parts += [ToolCallPart(tool_name=c.name, args=c.arguments, tool_call_id=c.id) for c in calls]

@@ -22,6 +22,8 @@ class ContextBudgetExceeded(BudgetExceeded):
     """
 
     @classmethod
-    def from_error(cls, error: BudgetExceeded) -> ContextBudgetExceeded:
-        """Wrap the pipeline's error, keeping its numbers and report."""
-        return cls(f"{error} — {_FIX}", budget=error.budget, required=error.required, report=error.report, unit=error.unit)
+    def from_error(cls, error: BudgetExceeded, cause: str | None = None) -> ContextBudgetExceeded:
+        """Wrap the pipeline's error, keeping its numbers and report; ``cause`` (the largest contributor) leads."""
+        lead = f"{cause}. " if cause else ""
+        return cls(f"{lead}{error} — {_FIX}", budget=error.budget, required=error.required, report=error.report,
+                   unit=error.unit)

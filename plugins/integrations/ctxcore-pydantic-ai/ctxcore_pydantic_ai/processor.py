@@ -30,6 +30,7 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext, ToolDefinition
 
 from ctxcore import BudgetExceeded, BuildReport, BuiltContext, ContextBuilder, Message, Pipeline
+from ctxcore.kit import overflow_cause
 from ctxcore_pydantic_ai.cache import ConversionCache
 from ctxcore_pydantic_ai.errors import ContextBudgetExceeded
 
@@ -46,7 +47,7 @@ class _Adapter:
     """What the three entry points share: the caches, the build and the report."""
 
     def __init__(self, pipeline: Pipeline | ContextBuilder, *, runtime: RuntimeSource, state_key: str,
-                 report_attribute: str | None, max_conversations: int) -> None:
+                 report_attribute: str | None, max_conversations: int, count_thinking: bool = True) -> None:
         if not hasattr(pipeline, "build"):
             raise TypeError(f"expected a ctxcore Pipeline or ContextBuilder, got {type(pipeline).__name__}")
         if max_conversations < 1:
@@ -56,6 +57,7 @@ class _Adapter:
         self.state_key = state_key
         self.report_attribute = report_attribute
         self.max_conversations = max_conversations
+        self.count_thinking = count_thinking
         self.last_built: BuiltContext | None = None
         #: the pydantic-ai messages of the last build (what the model was sent).
         self.last_messages: list[ModelMessage] | None = None
@@ -71,7 +73,7 @@ class _Adapter:
     def cache_for(self, conversation_id: str | None) -> ConversionCache:
         """The conversion cache of one conversation (the least recently used is dropped past ``max_conversations``)."""
         with self._lock:
-            cache = self._caches.pop(conversation_id, None) or ConversionCache()
+            cache = self._caches.pop(conversation_id, None) or ConversionCache(thinking=self.count_thinking)
             self._caches[conversation_id] = cache
             while len(self._caches) > self.max_conversations:
                 self._caches.popitem(last=False)
@@ -120,8 +122,18 @@ class _Adapter:
         try:
             built = self.pipeline.build(state, runtime)
         except BudgetExceeded as exc:
-            raise ContextBudgetExceeded.from_error(exc) from exc
+            raise ContextBudgetExceeded.from_error(exc, self.cause(state)) from exc
         return self.finish(ctx, built)
+
+    def cause(self, state: Mapping[str, Any]) -> str | None:
+        """The largest part of the protected context and its fix (for the error), counted with the pipeline's counter."""
+        pipeline: Any = self.pipeline
+        builder = pipeline.builder() if callable(getattr(pipeline, "builder", None)) else pipeline
+        counter = getattr(builder, "counter", None)
+        if counter is None:
+            return None
+        tools = state.get("tools")
+        return overflow_cause(state[self.state_key], counter, counter.count_tools(tools) if tools else 0)
 
     async def abuild(self, ctx: RunContext[Any] | None, messages: Sequence[ModelMessage], *,
                      instructions: str | None = None, tools: Sequence[Mapping[str, Any]] = ()) -> list[ModelMessage]:
@@ -129,7 +141,7 @@ class _Adapter:
         try:
             built = await self.pipeline.abuild(state, runtime)
         except BudgetExceeded as exc:
-            raise ContextBudgetExceeded.from_error(exc) from exc
+            raise ContextBudgetExceeded.from_error(exc, self.cause(state)) from exc
         return self.finish(ctx, built)
 
 
@@ -144,12 +156,15 @@ class ContextProcessor(_Adapter):
         report_attribute: when set, each build's report is also set as this
             attribute of ``ctx.deps`` (the deps object must allow it).
         max_conversations: conversion caches kept (one per ``ctx.conversation_id``).
+        count_thinking: count a response's ``ThinkingPart`` text (the inline ``<think>`` form) against the
+            budget, as the OpenAI chat model sends it back; false for a model profile that does not send it
+            (``openai_chat_send_back_thinking_parts=False``).
     """
 
     def __init__(self, pipeline: Pipeline | ContextBuilder, *, runtime: RuntimeSource = None, state_key: str = "messages",
-                 report_attribute: str | None = None, max_conversations: int = 32) -> None:
+                 report_attribute: str | None = None, max_conversations: int = 32, count_thinking: bool = True) -> None:
         super().__init__(pipeline, runtime=runtime, state_key=state_key, report_attribute=report_attribute,
-                         max_conversations=max_conversations)
+                         max_conversations=max_conversations, count_thinking=count_thinking)
 
     def __call__(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         """The messages the model is sent: the ctxcore window of ``messages`` (a new list)."""
@@ -160,9 +175,9 @@ class AsyncContextProcessor(_Adapter):
     """The asynchronous form of :class:`ContextProcessor` (``await pipeline.abuild``); same arguments."""
 
     def __init__(self, pipeline: Pipeline | ContextBuilder, *, runtime: RuntimeSource = None, state_key: str = "messages",
-                 report_attribute: str | None = None, max_conversations: int = 32) -> None:
+                 report_attribute: str | None = None, max_conversations: int = 32, count_thinking: bool = True) -> None:
         super().__init__(pipeline, runtime=runtime, state_key=state_key, report_attribute=report_attribute,
-                         max_conversations=max_conversations)
+                         max_conversations=max_conversations, count_thinking=count_thinking)
 
     async def __call__(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         """The messages the model is sent: the ctxcore window of ``messages`` (a new list)."""
@@ -190,9 +205,10 @@ class ContextCapability(AbstractCapability[Any]):
     count_tools: bool = True
 
     def __init__(self, pipeline: Pipeline | ContextBuilder, *, runtime: RuntimeSource = None, state_key: str = "messages",
-                 report_attribute: str | None = None, max_conversations: int = 32, count_tools: bool = True) -> None:
+                 report_attribute: str | None = None, max_conversations: int = 32, count_tools: bool = True,
+                 count_thinking: bool = True) -> None:
         self.adapter = _Adapter(pipeline, runtime=runtime, state_key=state_key, report_attribute=report_attribute,
-                                max_conversations=max_conversations)
+                                max_conversations=max_conversations, count_thinking=count_thinking)
         self.count_tools = count_tools
 
     @property

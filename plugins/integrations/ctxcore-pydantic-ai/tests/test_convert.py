@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from ctxcore_pydantic_ai import METADATA_KEY, from_pydantic_ai, to_pydantic_ai
+from ctxcore_pydantic_ai.convert import thinking_text
 from ctxcore_pydantic_ai.window import WindowCache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -174,7 +175,10 @@ class TestRoundTrip:
                 calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
                 assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
                     (p.tool_call_id, p.tool_name, p.args_as_json_str()) for p in calls]
-                assert message.text == "\n".join(p.content for p in response.parts if isinstance(p, TextPart))
+                # the text and the thinking sent back (inline form), in order: both counted
+                assert message.text == "\n".join(
+                    thinking_text(p) if isinstance(p, ThinkingPart) else p.content for p in response.parts
+                    if isinstance(p, TextPart) or (isinstance(p, ThinkingPart) and p.content))
 
     @PROFILE
     @given(histories(), st.data())

@@ -65,3 +65,37 @@ def test_three_turns_of_tool_calls_over_the_openai_protocol() -> None:
     assert history is not None and len(history) == 3 * 8  # the run's history keeps every turn
     assert server.requests[-1]["tools"][0]["function"]["name"] == "lookup"
 
+
+
+ENC = Pipeline.from_string(PIPELINE).builder().counter.counter._encoding  # the raw tiktoken encoding, loaded offline
+
+
+def _wire_tokens(body: dict[str, Any]) -> int:
+    """OpenAI's published counting rule over the request as sent (reasoning_content included), with tiktoken directly."""
+    n = 3
+    for m in body["messages"]:
+        n += 3 + len(ENC.encode(m["role"])) + len(ENC.encode(m.get("content") or ""))
+        n += len(ENC.encode(m.get("reasoning_content") or "")) + len(ENC.encode(m.get("tool_call_id") or ""))
+        for c in m.get("tool_calls") or ():
+            n += 3 + len(ENC.encode(c["id"] + c["function"]["name"] + c["function"]["arguments"]))
+    return n
+
+
+def test_thinking_sent_back_is_counted_and_budgeted() -> None:
+    """Replies with long <think> reasoning: pydantic-ai sends it back, the build counts it, no request passes the budget."""
+    capability = ContextCapability(Pipeline.from_string(PIPELINE))
+    thought = "step by step I consider the question carefully " * 25
+
+    with ChatServer(reply=lambda body: f"<think>\n{thought}\n</think>\nShort answer.", context_window=800,
+                    count=_wire_tokens) as server:
+        model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=server.base_url, api_key="unused"))
+        agent = Agent(model, capabilities=[capability], instructions=INSTRUCTIONS)
+        history = None
+        for turn in range(6):
+            history = agent.run_sync(f"Question {turn}", message_history=history).all_messages()
+            sent = server.requests[-1]
+            report = capability.last_report
+            assert report is not None and _wire_tokens(sent) <= report.total_tokens + 8  # the wire is what was counted
+    assert any("<think>" in (m.get("content") or "") or m.get("reasoning_content")
+               for m in server.requests[-1]["messages"])  # thinking really goes back on the wire
+    assert history is not None and len(history) == 12
