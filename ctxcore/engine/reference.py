@@ -28,9 +28,9 @@ from typing import Any
 
 from ctxcore.engine.budget import CachedCounter, FilterContext
 from ctxcore.engine.builder import ContextBuilder
-from ctxcore.engine.steps import BuiltContext, Step
 from ctxcore.engine.char_budget import check_input_chars, check_schema_chars
 from ctxcore.engine.report import BuildReport, ComponentTiming
+from ctxcore.engine.steps import BuiltContext, Step
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
 from ctxcore.model.messages import Message
 from ctxcore.model.transactions import check_tool_pairing, legal_start, sanitize_tool_call_history
