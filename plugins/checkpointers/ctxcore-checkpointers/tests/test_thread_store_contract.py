@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ctxcore_checkpointers import JsonlThreadStore, MemoryThreadStore, SqliteThreadStore
 
-from ctxcore.errors import CheckpointCorrupt
+from ctxcore import CheckpointCorrupt
 from ctxcore.testing.contracts import ThreadStoreContract, sample_message
 
 

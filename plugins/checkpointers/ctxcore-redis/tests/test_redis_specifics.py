@@ -14,8 +14,7 @@ import redis
 from ctxcore_redis import RedisConfig, RedisThreadStore, RedisUnavailable, redact_url
 from pydantic import ValidationError
 
-from ctxcore import Pipeline
-from ctxcore.errors import CheckpointCorrupt, StaleWrite
+from ctxcore import CheckpointCorrupt, Pipeline, StaleWrite
 from ctxcore.testing.contracts.thread_store import sample_message
 from ctxcore.testing.harness.redis import throwaway_redis
 
