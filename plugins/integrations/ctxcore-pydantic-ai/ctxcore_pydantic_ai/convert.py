@@ -291,22 +291,27 @@ def _new_request_part(message: Message, origin: PydanticAIOrigin | None) -> Any:
 
 def _new_response(message: Message, origin: PydanticAIOrigin | None) -> ModelResponse:
     """The response for an assistant message ctxcore added or changed (a changed one keeps its other parts)."""
-    content = message.content
-    texts = [content] if isinstance(content, str) else [b.text for b in content or () if isinstance(b, TextBlock)]
-    texts = [t for t in texts if t]
+    texts = [t for t in _texts(message.content) if t]
     calls = list(message.tool_calls)
     old = origin.message if origin is not None else None
-    if isinstance(old, ModelResponse):  # its thinking stays thinking parts (kept in place below), not text
-        thoughts = {thinking_text(p) for p in old.parts if isinstance(p, ThinkingPart)}
-        texts = [t for t in texts if t not in thoughts]
-    if not isinstance(old, ModelResponse):
+    if not isinstance(old, ModelResponse) or origin is None:
         parts: list[Any] = [TextPart(t) for t in texts]
         parts += [ToolCallPart(tool_name=c.name, args=c.arguments, tool_call_id=c.id) for c in calls]
         return ModelResponse(parts=parts)
+    # a counted thought (a text block of the converted content) stays a thinking part while the new content
+    # keeps its text, and goes with it; an uncounted one (``thinking=False``) was never the filter's to drop
+    thoughts = {thinking_text(p) for p in old.parts if isinstance(p, ThinkingPart)}
+    counted = thoughts.intersection(_texts(origin.view[1]))
+    kept = thoughts.intersection(texts)
+    texts = [t for t in texts if t not in thoughts]
     old_calls = {p.tool_call_id: p for p in old.parts if isinstance(p, BaseToolCallPart) and not isinstance(p, NativeToolCallPart)}
     new_parts: list[Any] = []
     for part in old.parts:
-        if isinstance(part, TextPart):
+        if isinstance(part, ThinkingPart):
+            thought = thinking_text(part)
+            if thought not in counted or thought in kept:
+                new_parts.append(part)
+        elif isinstance(part, TextPart):
             if texts:  # the first text part's place takes the (new) text; the others go
                 new_parts.extend(dataclasses.replace(part, content=t) for t in texts)
                 texts = []
@@ -318,6 +323,12 @@ def _new_response(message: Message, origin: PydanticAIOrigin | None) -> ModelRes
             new_parts.append(part)
     new_parts += [TextPart(t) for t in texts] + [_call_part(c, None) for c in calls]
     return dataclasses.replace(old, parts=new_parts)
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    return [b.text for b in content or () if isinstance(b, TextBlock)]
 
 
 def _call_part(call: ToolCall, old: Any) -> Any:

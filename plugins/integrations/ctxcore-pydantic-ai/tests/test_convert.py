@@ -39,7 +39,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from ctxcore import Message, ToolCall, check_tool_pairing
+from ctxcore import Message, TextBlock, ToolCall, check_tool_pairing
 
 EXAMPLES = 2000 if os.environ.get("CTXCORE_THOROUGH") == "1" else 60
 PROFILE = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -212,6 +212,26 @@ class TestRoundTrip:
             assert getattr(new_part, "timestamp", None) == getattr(old_part, "timestamp", None)
             others = [p for j, p in enumerate(back[changed[0]].parts) if j != origin.index]
             assert all(a is b for a, b in zip(others, [p for j, p in enumerate(origin.message.parts) if j != origin.index], strict=True))
+
+    def test_a_thought_the_filter_replaced_goes_and_one_it_kept_stays(self) -> None:
+        """Replacing an answer's content drops the counted thought with it; keeping the thought's block keeps the part."""
+        thought = ThinkingPart("plan the answer", signature="sig")
+        response = ModelResponse(parts=[thought, TextPart("the long answer")])
+        converted = from_pydantic_ai([ModelRequest(parts=[UserPromptPart("q")]), response])
+        replaced = to_pydantic_ai([converted[0], converted[1].model_copy(update={"content": "[compressed]"})])
+        assert [type(p) for p in replaced[1].parts] == [TextPart]
+        assert from_pydantic_ai(replaced)[1].text == "[compressed]"
+        kept_thought = converted[1].model_copy(update={"content": (converted[1].content[0], TextBlock(text="[compressed]"))})
+        kept = to_pydantic_ai([converted[0], kept_thought])
+        assert kept[1].parts[0] is thought and kept[1].parts[1].content == "[compressed]"
+
+    def test_an_uncounted_thought_rides_along_whatever_the_filter_wrote(self) -> None:
+        """With thinking not counted (``thinking=False``) a thought was never in the content, so an edit keeps it."""
+        thought = ThinkingPart("plan the answer")
+        response = ModelResponse(parts=[thought, TextPart("the long answer")])
+        converted = from_pydantic_ai([ModelRequest(parts=[UserPromptPart("q")]), response], thinking=False)
+        back = to_pydantic_ai([converted[0], converted[1].model_copy(update={"content": "[compressed]"})])
+        assert back[1].parts[0] is thought and back[1].parts[1].content == "[compressed]"
 
 
 plain_messages = st.lists(st.one_of(
