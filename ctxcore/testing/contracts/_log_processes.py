@@ -21,39 +21,15 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ctxcore.errors import StaleWrite
+from ctxcore.testing.forked import close_store, fork_child, kill_after_acks, reap
 
 __all__ = ["LogConcurrencyReport", "LogCrashReport", "crash_message", "log_concurrent_writers", "log_crash_loop"]
-
-
-def _child_exit(code: int, err_fd: int | None = None, message: str = "") -> None:
-    if err_fd is not None and message:
-        try:
-            os.write(err_fd, message.encode("utf-8", "replace")[-4000:])
-        except OSError:
-            pass
-    os._exit(code)
-
-
-def _read_lines(fd: int) -> list[str]:
-    """Everything left in the pipe until EOF, as lines."""
-    chunks: list[bytes] = []
-    while chunk := os.read(fd, 65536):
-        chunks.append(chunk)
-    return b"".join(chunks).decode().splitlines()
-
-
-def _close(store: Any) -> None:
-    close = getattr(store, "close", None)
-    if callable(close):
-        close()
 
 
 def crash_message(index: int) -> dict[str, Any]:
@@ -71,37 +47,17 @@ class LogCrashReport:
     messages: int = 0
 
 
-def _crash_child(make: Callable[[], Any], thread: str, ack_fd: int, err_fd: int, seed: int) -> None:
+def _crash_child(make: Callable[[], Any], thread: str, seed: int, ack_fd: int) -> None:
     rng = random.Random(seed)
-    try:
-        store = make()
-        snap = store.read(thread)
-        step = None if snap is None else snap.record.step
-        count = 0 if snap is None else snap.record.messages
-        while True:
-            turn = [crash_message(count + i) for i in range(rng.randint(1, 3))]
-            record = store.append(thread, turn, expected_step=step, metadata={"turn": count})
-            step, count = record.step, record.messages
-            os.write(ack_fd, b"%d %d\n" % (step, count))
-    except BaseException:
-        _child_exit(3, err_fd, traceback.format_exc())
-
-
-def _collect_acks(ack_r: int, want: int, pid: int, rng: random.Random) -> list[tuple[int, int]]:
-    got: list[tuple[int, int]] = []
-    buf = b""
-    while len(got) < want:
-        chunk = os.read(ack_r, 4096)
-        if not chunk:
-            break
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        got.extend((int(a), int(b)) for a, b in (line.split() for line in lines))
-    time.sleep(rng.random() * 0.003)  # land the kill anywhere in the next append
-    os.kill(pid, signal.SIGKILL)
-    rest = (buf.decode() + "\n" + "\n".join(_read_lines(ack_r))).split("\n")
-    got.extend((int(a), int(b)) for a, b in (line.split() for line in rest if line.strip()))
-    return got
+    store = make()
+    snap = store.read(thread)
+    step = None if snap is None else snap.record.step
+    count = 0 if snap is None else snap.record.messages
+    while True:
+        turn = [crash_message(count + i) for i in range(rng.randint(1, 3))]
+        record = store.append(thread, turn, expected_step=step, metadata={"turn": count})
+        step, count = record.step, record.messages
+        os.write(ack_fd, b"%d %d\n" % (step, count))
 
 
 def _check_log(make: Callable[[], Any], thread: str, acked: tuple[int, int], where: str) -> tuple[int, int]:
@@ -113,7 +69,7 @@ def _check_log(make: Callable[[], Any], thread: str, acked: tuple[int, int], whe
     except Exception as exc:
         raise AssertionError(f"{where}: reading after the kill raised {type(exc).__name__}: {exc}") from exc
     finally:
-        _close(store)
+        close_store(store)
     if acked[0] < 0:
         return (len(steps), 0 if snap is None else snap.record.messages)
     if snap is None or snap.record.step < acked[0] or snap.record.messages < acked[1]:
@@ -135,22 +91,9 @@ def log_crash_loop(make: Callable[[], Any], *, kills: int, seed: int = 0, thread
     report = LogCrashReport()
     acked = (-1, 0)
     for round_ in range(kills):
-        ack_r, ack_w = os.pipe()
-        err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            os.close(ack_r)
-            os.close(err_r)
-            _crash_child(make, thread, ack_w, err_w, seed * 100_003 + round_)
-        os.close(ack_w)
-        os.close(err_w)
-        got = _collect_acks(ack_r, rng.randint(0, max_acks), pid, rng)
-        _, status = os.waitpid(pid, 0)
-        os.close(ack_r)
-        errors = "\n".join(_read_lines(err_r))
-        os.close(err_r)
-        if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL):
-            raise AssertionError(f"round {round_}: the child failed before it was killed (status {status}):\n{errors}")
+        child = fork_child(partial(_crash_child, make, thread, seed * 100_003 + round_))
+        lines = kill_after_acks(child, rng.randint(0, max_acks), rng, f"round {round_}")
+        got = [(int(a), int(b)) for a, b in (line.split() for line in lines)]
         report.kills += 1
         report.acknowledged += len(got)
         for ack in got:
@@ -170,25 +113,21 @@ class LogConcurrencyReport:
     steps: int = 0
 
 
-def _writer_child(make: Callable[[], Any], index: int, writes: int, ack_fd: int, err_fd: int) -> None:
-    try:
-        store = make()
-        stale = done = 0
-        while done < writes:
-            snap = store.read("shared")
-            step = None if snap is None else snap.record.step
-            try:
-                record = store.append("shared", [{"role": "user", "content": f"{index}:{done}"}], expected_step=step)
-            except StaleWrite:
-                stale += 1
-                continue
-            os.write(ack_fd, f"ack {record.step} {index}:{done}\n".encode())
-            done += 1
-        os.write(ack_fd, f"stale {stale}\n".encode())
-        _close(store)
-        _child_exit(0)
-    except BaseException:
-        _child_exit(3, err_fd, traceback.format_exc())
+def _writer_child(make: Callable[[], Any], index: int, writes: int, ack_fd: int) -> None:
+    store = make()
+    stale = done = 0
+    while done < writes:
+        snap = store.read("shared")
+        step = None if snap is None else snap.record.step
+        try:
+            record = store.append("shared", [{"role": "user", "content": f"{index}:{done}"}], expected_step=step)
+        except StaleWrite:
+            stale += 1
+            continue
+        os.write(ack_fd, f"ack {record.step} {index}:{done}\n".encode())
+        done += 1
+    os.write(ack_fd, f"stale {stale}\n".encode())
+    close_store(store)
 
 
 def _expect_log(messages: list[str], acked: dict[int, str], processes: int, writes: int) -> None:
@@ -208,29 +147,14 @@ def _expect_log(messages: list[str], acked: dict[int, str], processes: int, writ
 
 def log_concurrent_writers(make: Callable[[], Any], *, processes: int = 8, writes: int = 10) -> LogConcurrencyReport:
     """Run ``processes`` appenders on one thread at once; raise AssertionError unless nothing is lost, duplicated or reordered."""
-    children = []
-    for index in range(processes):
-        ack_r, ack_w = os.pipe()
-        err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            os.close(ack_r)
-            os.close(err_r)
-            _writer_child(make, index, writes, ack_w, err_w)
-        os.close(ack_w)
-        os.close(err_w)
-        children.append((pid, ack_r, err_r))
+    children = [fork_child(partial(_writer_child, make, index, writes)) for index in range(processes)]
     report = LogConcurrencyReport()
     acked: dict[int, str] = {}
     failures = []
-    for pid, ack_r, err_r in children:
-        lines = _read_lines(ack_r)
-        errors = "\n".join(_read_lines(err_r))
-        os.close(ack_r)
-        os.close(err_r)
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            failures.append(f"writer {pid} failed (status {status}):\n{errors}")
+    for child in children:
+        lines, failure = reap(child)
+        if failure:
+            failures.append(failure)
         for line in lines:
             kind, *rest = line.split()
             if kind == "ack":
@@ -246,7 +170,7 @@ def log_concurrent_writers(make: Callable[[], Any], *, processes: int = 8, write
         snap = store.read("shared")
         steps = [r.step for r in store.list_steps("shared")]
     finally:
-        _close(store)
+        close_store(store)
     messages = [] if snap is None else [m["content"] for m in snap.messages]
     _expect_log(messages, acked, processes, writes)
     if steps != list(range(processes * writes)):

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ctxcore.errors import StaleWrite
+from ctxcore.testing.forked import close_store, fork_child, kill_after_acks, reap
 
 __all__ = ["CrashReport", "crash_loop", "ConcurrencyReport", "concurrent_writers", "crash_state"]
 
@@ -32,25 +31,6 @@ __all__ = ["CrashReport", "crash_loop", "ConcurrencyReport", "concurrent_writers
 def crash_state(step: int) -> dict[str, Any]:
     """The state saved at ``step``: varied size, NUL and non-BMP characters, checkable by value."""
     return {"step": step, "text": f"step {step} \x00 😀 " + "x" * (step * 37 % 700), "list": list(range(step % 11))}
-
-
-def _child_exit(code: int, err_fd: int | None = None, message: str = "") -> None:
-    if err_fd is not None and message:
-        try:
-            os.write(err_fd, message.encode("utf-8", "replace")[-4000:])
-        except OSError:
-            pass
-    os._exit(code)
-
-
-def _read_lines(fd: int) -> list[str]:
-    """Everything left in the pipe until EOF, as lines."""
-    chunks: list[bytes] = []
-    while True:
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return b"".join(chunks).decode().splitlines()
-        chunks.append(chunk)
 
 
 @dataclass
@@ -63,17 +43,14 @@ class CrashReport:
     killed_before_first_ack: int = 0
 
 
-def _crash_child(make: Callable[[], Any], thread: str, ack_fd: int, err_fd: int) -> None:
-    try:
-        cp = make()
-        latest = cp.get_checkpoint(thread)
-        step = 0 if latest is None else latest["step"] + 1
-        while True:
-            cp.save_checkpoint(thread, step, crash_state(step), tree_state={"step": step}, runtime_metadata=None)
-            os.write(ack_fd, b"%d\n" % step)
-            step += 1
-    except BaseException:
-        _child_exit(3, err_fd, traceback.format_exc())
+def _crash_child(make: Callable[[], Any], thread: str, ack_fd: int) -> None:
+    cp = make()
+    latest = cp.get_checkpoint(thread)
+    step = 0 if latest is None else latest["step"] + 1
+    while True:
+        cp.save_checkpoint(thread, step, crash_state(step), tree_state={"step": step}, runtime_metadata=None)
+        os.write(ack_fd, b"%d\n" % step)
+        step += 1
 
 
 def crash_loop(make: Callable[[], Any], *, kills: int, seed: int = 0, thread: str = "crash", max_acks: int = 4) -> CrashReport:
@@ -82,36 +59,8 @@ def crash_loop(make: Callable[[], Any], *, kills: int, seed: int = 0, thread: st
     report = CrashReport()
     acked = -1
     for round_ in range(kills):
-        ack_r, ack_w = os.pipe()
-        err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            os.close(ack_r)
-            os.close(err_r)
-            _crash_child(make, thread, ack_w, err_w)
-        os.close(ack_w)
-        os.close(err_w)
-        want = rng.randint(0, max_acks)
-        got: list[int] = []
-        buf = b""
-        while len(got) < want:
-            chunk = os.read(ack_r, 4096)
-            if not chunk:
-                break
-            buf += chunk
-            *lines, buf_rest = buf.split(b"\n")
-            buf = buf_rest
-            got.extend(int(x) for x in lines)
-        time.sleep(rng.random() * 0.003)  # land the kill anywhere in the next save
-        os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-        rest = buf.decode() + "\n".join(_read_lines(ack_r))
-        got.extend(int(x) for x in rest.split() if x)
-        os.close(ack_r)
-        errors = "\n".join(_read_lines(err_r))
-        os.close(err_r)
-        if not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL):
-            raise AssertionError(f"round {round_}: the child failed before it was killed (status {status}):\n{errors}")
+        child = fork_child(partial(_crash_child, make, thread))
+        got = [int(line) for line in kill_after_acks(child, rng.randint(0, max_acks), rng, f"round {round_}")]
         report.kills += 1
         report.acknowledged += len(got)
         if not got:
@@ -126,7 +75,7 @@ def crash_loop(make: Callable[[], Any], *, kills: int, seed: int = 0, thread: st
     try:
         history = cp.list_checkpoints(thread)
     finally:
-        _close(cp)
+        close_store(cp)
     steps = [c["step"] for c in history]
     if steps != list(range(len(steps))) or len(steps) < acked + 1:
         raise AssertionError(f"history is not the unbroken chain 0..{acked}+: {steps[:5]}...{steps[-5:]} ({len(steps)} steps)")
@@ -144,18 +93,12 @@ def _check_latest(make: Callable[[], Any], thread: str, acked: int, round_: int)
     except Exception as exc:
         raise AssertionError(f"round {round_}: restoring after the kill raised {type(exc).__name__}: {exc}") from exc
     finally:
-        _close(cp)
+        close_store(cp)
     if acked >= 0:
         if latest is None or latest["step"] < acked:
             raise AssertionError(f"round {round_}: step {acked} was acknowledged but the latest checkpoint is {latest and latest['step']}")
         if latest["state_dump"] != crash_state(latest["step"]):
             raise AssertionError(f"round {round_}: the latest checkpoint's state came back changed")
-
-
-def _close(cp: Any) -> None:
-    close = getattr(cp, "close", None)
-    if callable(close):
-        close()
 
 
 @dataclass
@@ -168,61 +111,44 @@ class ConcurrencyReport:
     shared_steps: list[int] = field(default_factory=list)
 
 
-def _writer_child(make: Callable[[], Any], index: int, own_threads: int, own_steps: int, shared_writes: int, ack_fd: int, err_fd: int) -> None:
-    try:
-        cp = make()
-        stale = 0
-        for step in range(own_steps):
-            for t in range(own_threads):
-                thread = f"w{index}-t{t}"
-                cp.save_checkpoint(thread, step, {"writer": index, "thread": thread, "step": step})
-                os.write(ack_fd, f"own {thread} {step}\n".encode())
-        done = 0
-        while done < shared_writes:
-            latest = cp.get_checkpoint("shared")
-            step = 0 if latest is None else latest["step"] + 1
-            try:
-                cp.save_checkpoint("shared", step, {"writer": index, "step": step})
-            except StaleWrite:
-                stale += 1
-                continue
-            os.write(ack_fd, f"shared {step} {index}\n".encode())
-            done += 1
-        os.write(ack_fd, f"stale {stale}\n".encode())
-        _close(cp)
-        _child_exit(0)
-    except BaseException:
-        _child_exit(3, err_fd, traceback.format_exc())
+def _writer_child(make: Callable[[], Any], index: int, own_threads: int, own_steps: int, shared_writes: int,
+                  ack_fd: int) -> None:
+    cp = make()
+    stale = 0
+    for step in range(own_steps):
+        for t in range(own_threads):
+            thread = f"w{index}-t{t}"
+            cp.save_checkpoint(thread, step, {"writer": index, "thread": thread, "step": step})
+            os.write(ack_fd, f"own {thread} {step}\n".encode())
+    done = 0
+    while done < shared_writes:
+        latest = cp.get_checkpoint("shared")
+        step = 0 if latest is None else latest["step"] + 1
+        try:
+            cp.save_checkpoint("shared", step, {"writer": index, "step": step})
+        except StaleWrite:
+            stale += 1
+            continue
+        os.write(ack_fd, f"shared {step} {index}\n".encode())
+        done += 1
+    os.write(ack_fd, f"stale {stale}\n".encode())
+    close_store(cp)
 
 
 def concurrent_writers(
     make: Callable[[], Any], *, processes: int = 8, own_threads: int = 2, own_steps: int = 8, shared_writes: int = 6
 ) -> ConcurrencyReport:
     """Run ``processes`` writers at once; raise AssertionError unless every acknowledged write is there exactly once."""
-    children = []
-    for index in range(processes):
-        ack_r, ack_w = os.pipe()
-        err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child
-            os.close(ack_r)
-            os.close(err_r)
-            _writer_child(make, index, own_threads, own_steps, shared_writes, ack_w, err_w)
-        os.close(ack_w)
-        os.close(err_w)
-        children.append((pid, ack_r, err_r))
+    children = [fork_child(partial(_writer_child, make, index, own_threads, own_steps, shared_writes))
+                for index in range(processes)]
     report = ConcurrencyReport()
     own: dict[str, list[int]] = {}
     shared: dict[int, int] = {}
     failures: list[str] = []
-    for pid, ack_r, err_r in children:
-        lines = _read_lines(ack_r)
-        errors = "\n".join(_read_lines(err_r))
-        os.close(ack_r)
-        os.close(err_r)
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            failures.append(f"writer {pid} failed (status {status}):\n{errors}")
+    for child in children:
+        lines, failure = reap(child)
+        if failure:
+            failures.append(failure)
         _tally(lines, own, shared, failures, report)
     if failures:
         raise AssertionError("\n".join(failures))
@@ -266,4 +192,4 @@ def _check_stored(make: Callable[[], Any], own: dict[str, list[int]], shared: di
         if cp.list_threads() != expected_threads:
             raise AssertionError(f"threads {cp.list_threads()} != {expected_threads}")
     finally:
-        _close(cp)
+        close_store(cp)
