@@ -449,3 +449,30 @@ def test_any_sequence_of_operations_keeps_the_thread_consistent(thread_host: Any
         except InvalidHistory:
             assert thread.messages == before  # a refused call appends nothing
     assert pipeline.thread(thread_id).messages == saved
+
+
+class TestViews:
+    """A step whose metadata holds a view shows only those log ranges; saves and forks keep showing them."""
+
+    def test_a_view_hides_replaced_messages_and_is_kept(self, thread_host: Any) -> None:
+        """Messages left out of a step's view stay hidden after a save, in a fork, and older steps read as they were."""
+        pipeline = make(thread_host)
+        store = pipeline.thread_store()
+        dumps = [Message(role="user", content=t).model_dump(mode="json") for t in ("a", "b", "c")]
+        store.append("v", dumps[:2], expected_step=None)
+        store.append("v", dumps[2:], expected_step=0, metadata={"format": "ctxcore.threadlog/1", "view": [[0, 1], [2, 3]]})
+        thread = pipeline.thread("v")
+        assert [m.text for m in thread.messages] == ["a", "c"]
+        thread.add_user("d")
+        assert thread.save() == 2
+        assert [m.text for m in pipeline.thread("v").messages] == ["a", "c", "d"]
+        assert [m.text for m in pipeline.thread("v", step=0).messages] == ["a", "b"]
+        assert [m.text for m in pipeline.thread("v").fork("v2").messages] == ["a", "c", "d"]
+
+    def test_a_malformed_view_is_corrupt(self, thread_host: Any) -> None:
+        """A view that is not ascending ranges inside the step raises CheckpointCorrupt naming the thread and step."""
+        pipeline = make(thread_host)
+        dump = Message(role="user", content="a").model_dump(mode="json")
+        pipeline.thread_store().append("w", [dump], expected_step=None, metadata={"view": [[0, 5]]})
+        with pytest.raises(CheckpointCorrupt, match="'w' step 0: its view"):
+            pipeline.thread("w")
