@@ -155,8 +155,8 @@ def view_of(snapshot: ThreadSnapshot) -> tuple[list[dict[str, Any]], list[list[i
         return messages, None
     last = 0
     for item in view if isinstance(view, list) else [None]:
-        ok = isinstance(item, list) and len(item) == 2 and all(type(v) is int for v in item)
-        if not ok or not last <= item[0] < item[1] <= record.messages:
+        if not (isinstance(item, list) and len(item) == 2 and all(type(v) is int for v in item)
+                and last <= item[0] < item[1] <= record.messages):
             raise corrupt("step metadata", record.thread_id, record.step,
                           f"its view {view!r} is not ascending [start, end) ranges below {record.messages}")
         last = item[1]

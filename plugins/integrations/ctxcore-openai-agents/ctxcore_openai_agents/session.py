@@ -171,7 +171,7 @@ class CheckpointerSession:
                 if todo is None:
                     return result
                 try:
-                    record = await asyncio.to_thread(self._write, state, todo)
+                    await asyncio.to_thread(self._write, state, todo)
                 except StaleWrite:
                     self._state = None  # another writer saved first: apply the change to what it wrote
                     continue

@@ -238,3 +238,13 @@ def test_a_checkpointer_is_not_a_thread_store() -> None:
     checkpointer = Pipeline.from_string(pipeline_yaml("{type: memory}")).thread_checkpointer()
     with pytest.raises(TypeError, match="from_pipeline"):
         CheckpointerSession("s", checkpointer)
+
+
+def test_session_bench_smoke() -> None:
+    """bench/integration_openai_agents_session.py runs on a small session and prints its table without writing the page."""
+    root = Path(__file__).resolve().parents[4]
+    before = (root / "docs" / "integrations.md").read_text(encoding="utf-8")
+    out = subprocess.run([sys.executable, str(root / "bench" / "integration_openai_agents_session.py"), "--items", "48",
+                          "--no-write"], capture_output=True, text=True, timeout=300, check=True)
+    assert "ctxcore CheckpointerSession (sqlite)" in out.stdout and "Agents SDK SQLiteSession" in out.stdout
+    assert (root / "docs" / "integrations.md").read_text(encoding="utf-8") == before
