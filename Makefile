@@ -169,12 +169,15 @@ test-integrations: integration-venvs
 	  .venv-$$(basename $$dir)/bin/python -m pytest $$dir $(PYTEST_ARGS); \
 	done
 
-# The conversion cost of each integration (bench/integration_<name>.py for ctxcore-<name>), in its venv.
+# The conversion cost of each integration (bench/integration_<name>.py for ctxcore-<name>), in its venv,
+# and its session's write cost where it has one (bench/integration_<name>_session.py).
 bench-integrations: integration-venvs
 	@set -e; for dir in $(SELECTED_INTEGRATIONS); do \
 	  name=$$(basename $$dir); script=bench/integration_$${name#ctxcore-}.py; script=$$(echo $$script | tr - _); \
 	  if [ -f $$script ]; then echo "== $$script"; CTXCORE_BENCH_VIA_MAKE=1 .venv-$$name/bin/python $$script; \
 	  else echo "== $$script: not present, skipped"; fi; \
+	  session=$${script%.py}_session.py; \
+	  if [ -f $$session ]; then echo "== $$session"; CTXCORE_BENCH_VIA_MAKE=1 .venv-$$name/bin/python $$session; fi; \
 	done
 
 # Accuracy table of the approximate counter against the real tokenizers (docs/counters.md).

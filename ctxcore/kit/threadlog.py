@@ -46,12 +46,14 @@ __all__ = [
     "corrupt",
     "encode_messages",
     "encode_metadata",
+    "extend_view",
     "fence",
     "idle_cutoff",
     "parse_age",
     "step_time",
     "snapshot_of_rows",
     "unknown_step",
+    "view_of",
 ]
 
 #: ``metadata["format"]`` of the step records a :class:`ctxcore.Thread` writes (docs/persistence.md).
@@ -132,6 +134,42 @@ class ThreadStore(Protocol):
     def close(self) -> None:
         """Release connections and files."""
         ...
+
+
+def view_of(snapshot: ThreadSnapshot) -> tuple[list[dict[str, Any]], list[list[int]] | None]:
+    """The messages a step shows, and its view (``None``: the whole log prefix).
+
+    A step shows the first ``messages`` messages of the log, unless its
+    metadata holds ``"view"``: ascending, disjoint ``[start, end)`` ranges of
+    log positions below ``messages``, shown in order. A writer that replaces
+    messages (the OpenAI Agents SDK session's ``pop_item``) appends the
+    replacement and leaves the replaced positions out of the view: the log
+    stays append-only and every older step reads as it was.
+
+    Raises:
+        CheckpointCorrupt: the view is not such a list of ranges.
+    """
+    record, messages = snapshot.record, snapshot.messages
+    view = (record.metadata or {}).get("view") if isinstance(record.metadata, Mapping) else None
+    if view is None:
+        return messages, None
+    last = 0
+    for item in view if isinstance(view, list) else [None]:
+        if not (isinstance(item, list) and len(item) == 2 and all(type(v) is int for v in item)
+                and last <= item[0] < item[1] <= record.messages):
+            raise corrupt("step metadata", record.thread_id, record.step,
+                          f"its view {view!r} is not ascending [start, end) ranges below {record.messages}")
+        last = item[1]
+    return [m for start, end in view for m in messages[start:end]], [list(r) for r in view]
+
+
+def extend_view(view: list[list[int]] | None, start: int, end: int) -> list[list[int]] | None:
+    """``view`` with the log positions ``[start, end)`` shown after it (``None`` stays ``None``: the whole prefix)."""
+    if view is None or start == end:
+        return view
+    if view and view[-1][1] == start:
+        return [*view[:-1], [view[-1][0], end]]
+    return [*view, [start, end]]
 
 
 def unknown_step(thread_id: str, step: int, steps: Sequence[int]) -> UnknownStep:

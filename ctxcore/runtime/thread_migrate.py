@@ -26,13 +26,23 @@ THREAD_FORMAT = "ctxcore.thread/1"
 
 
 def messages_of(thread_id: str, step: int, raw: Any) -> tuple[list[Message], list[Any]]:
-    """The stored message dumps ``raw`` as ctxcore messages (and the dumps); ``CheckpointCorrupt`` naming the bad one."""
+    """The stored message dumps ``raw`` as ctxcore messages (and the dumps); ``CheckpointCorrupt`` naming the bad one.
+
+    Stored text is untrusted: a thread never stores a system message (its
+    ``add_*`` methods make user, assistant and tool messages), so a stored one
+    is refused rather than given the system role.
+    """
     messages = []
     for i, item in enumerate(raw):
         try:
-            messages.append(Message.model_validate(item))
+            message = Message.model_validate(item)
         except ValueError as exc:
             raise CheckpointCorrupt(f"thread {thread_id!r} step {step}: message {i} is not a ctxcore message: {exc}") from exc
+        if message.role == "system":
+            raise CheckpointCorrupt(f"thread {thread_id!r} step {step}: message {i} is a system message, which a thread "
+                                    "never stores (stored text is untrusted and never takes the system role); "
+                                    f"something else wrote to the store: read it with `ctx thread export {thread_id} --repair`")
+        messages.append(message)
     return messages, list(raw)
 
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from ctxcore.engine.builder import BuiltContext
 from ctxcore.errors import InvalidHistory, StaleWrite
-from ctxcore.kit.threadlog import THREAD_LOG_FORMAT, ThreadSnapshot, encode_messages
+from ctxcore.kit.threadlog import THREAD_LOG_FORMAT, ThreadSnapshot, encode_messages, extend_view, view_of
 from ctxcore.model.anthropic_io import messages_from_anthropic
 from ctxcore.model.messages import Message
 from ctxcore.pipeline.spec import Pipeline, register_thread_factories
@@ -71,10 +71,13 @@ class Thread:
         self._stored = 0  # how many of the messages the log holds
         self._turn_runtime: dict[str, Any] = {}
         self._historic = historic  # opened at an older step: readable and forkable, never saved over
+        self._view: list[list[int]] | None = None  # the step's view of the log (None: the whole prefix)
+        self._log_end = 0  # how many messages the log holds as of the loaded or last saved step
         if snapshot is not None:
-            self._extend(*messages_of(thread_id, snapshot.record.step, snapshot.messages))
+            shown, self._view = view_of(snapshot)
+            self._extend(*messages_of(thread_id, snapshot.record.step, shown))
             self._step = self._expected = snapshot.record.step
-            self._stored = len(self._dumps)
+            self._stored, self._log_end = len(self._dumps), snapshot.record.messages
         elif legacy is not None:  # an older whole-checkpoint thread: the first save writes it all to the log
             self._extend(*messages_of(thread_id, *legacy))
             self._step = legacy[0]
@@ -106,7 +109,12 @@ class Thread:
         """
         if step is None and self._expected is None:
             raise ValueError(f"thread {self.thread_id!r} has no saved step to fork; save() it first")
-        self.store.fork(self.thread_id, new_thread_id, self._step if step is None else step)
+        step = self._step if step is None else step
+        record = self.store.fork(self.thread_id, new_thread_id, step)
+        meta = next((r.metadata for r in self.store.list_steps(self.thread_id) if r.step == step), None)
+        view = meta.get("view") if isinstance(meta, dict) else None
+        if view is not None:  # the copy shows what the source step showed (opening it checks the view)
+            self.store.append(new_thread_id, [], expected_step=record.step, metadata=_step_metadata(view))
         return open_thread(self.pipeline, new_thread_id, state_key=self.state_key, tools=self.tools)
 
     @property
@@ -201,11 +209,13 @@ class Thread:
                 raise StaleWrite(f"thread {self.thread_id!r} was opened at step {self._step}, not its latest, so saving it "
                                  f"would rewrite history; fork it (thread.fork('new-id')) or reopen the latest step")
             new, count = self._dumps[self._stored:], len(self._dumps)
+            view = extend_view(self._view, self._log_end, self._log_end + len(new))
             try:
                 record = self.store.append(self.thread_id, new, expected_step=self._expected,
-                                           metadata={"format": THREAD_LOG_FORMAT}, first_step=self._first_step)
+                                           metadata=_step_metadata(view), first_step=self._first_step)
             except StaleWrite as exc:
                 raise self._stale(exc) from exc
+            self._view, self._log_end = view, record.messages
             self._saved_at(record.step, count)
         return int(record.step)
 
@@ -274,6 +284,11 @@ class Thread:
             f"this save was refused and nothing was written; reopen it with pipeline.thread({self.thread_id!r}) "
             f"and apply the turn again ({exc})"
         )
+
+
+def _step_metadata(view: list[list[int]] | None) -> dict[str, Any]:
+    """A step record's metadata: the format, and the view when the step shows only part of the log."""
+    return {"format": THREAD_LOG_FORMAT} if view is None else {"format": THREAD_LOG_FORMAT, "view": view}
 
 
 def _user_message(content: str | Sequence[Any]) -> Message:

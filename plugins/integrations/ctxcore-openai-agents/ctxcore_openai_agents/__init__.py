@@ -2,7 +2,7 @@
 
 - :class:`ContextFilter`: ``RunConfig(call_model_input_filter=ContextFilter(pipeline))`` builds every
   model call's input with a ctxcore pipeline;
-- :class:`CheckpointerSession`: the SDK's ``Session`` on a ctxcore checkpointer (SQLite, PostgreSQL, memory);
+- :class:`CheckpointerSession`: the SDK's ``Session`` on a ctxcore thread log (SQLite, JSONL, PostgreSQL, Redis, memory);
 - :func:`messages_from_items` / :func:`items_from_messages`: lossless Responses input items <-> ctxcore messages.
 """
 

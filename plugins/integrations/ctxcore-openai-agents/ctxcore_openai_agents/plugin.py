@@ -14,5 +14,5 @@ def register_integrations(register: Any) -> None:
         "openai-agents",
         framework="openai-agents>=0.24,<0.25",
         entry="ctxcore_openai_agents:ContextFilter",
-        description="RunConfig(call_model_input_filter=ContextFilter(pipeline)) and CheckpointerSession (SDK sessions on a ctxcore checkpointer)",
+        description="RunConfig(call_model_input_filter=ContextFilter(pipeline)) and CheckpointerSession (SDK sessions on a ctxcore thread log)",
     )

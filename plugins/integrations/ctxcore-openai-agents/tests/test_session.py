@@ -1,8 +1,11 @@
-"""CheckpointerSession: the SDK's Session protocol on real ctxcore checkpointers (SQLite file, PostgreSQL, memory).
+"""CheckpointerSession: the SDK's Session protocol on real ctxcore thread stores (SQLite file, PostgreSQL, memory).
 
-Also: two worker processes writing one session (none of their items lost or
-reordered), a worker SIGKILLed mid-run (every acknowledged item survives, the
-session stays readable), and a hypothesis model check of add/pop/get/clear.
+Also: add_items appends to the log (never rewrites it), pop_item leaves the log
+as it was (a step view), sessions stored by older versions as whole checkpoints
+open and move to the log, two worker processes writing one session (none of
+their items lost or reordered), a worker SIGKILLed mid-run (every acknowledged
+item survives, the session stays readable), and a hypothesis model check of
+add/pop/get/clear.
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ from typing import Any
 
 import pytest
 from agents.memory import Session, SessionSettings
-from ctxcore_openai_agents import CheckpointerSession
+from ctxcore_openai_agents import CheckpointerSession, messages_from_items
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcore import CheckpointCorrupt, Pipeline, StaleWrite
+from ctxcore import CheckpointCorrupt, Pipeline, StaleWrite, Thread
 from ctxcore.testing.harness.postgres import pg_dsn  # noqa: F401  (the session fixture)
 
 WORKER = Path(__file__).with_name("session_worker.py")
@@ -87,16 +90,46 @@ class Protocol:
         assert run(again.get_items()) == turn("a")
         assert [m.role for m in pipeline.thread(sid).messages] == ["user", "assistant", "tool", "assistant"]
 
-    def test_settings_limit_and_old_checkpoints_pruned(self, tmp_path: Path) -> None:
-        """SessionSettings(limit=) is the default limit; only keep_checkpoints checkpoints stay stored."""
+    def test_settings_limit_and_old_steps_pruned(self, tmp_path: Path) -> None:
+        """SessionSettings(limit=) is the default limit; only keep_steps step records stay stored."""
         pipeline = self.pipeline(tmp_path)
         sid = f"s-{uuid.uuid4().hex[:8]}"
-        session = CheckpointerSession.from_pipeline(pipeline, sid, session_settings=SessionSettings(limit=3), keep_checkpoints=2)
+        session = CheckpointerSession.from_pipeline(pipeline, sid, session_settings=SessionSettings(limit=3), keep_steps=2)
         for tag in "abcd":
             run(session.add_items(turn(tag)))
         assert run(session.get_items()) == turn("d")[-3:]
         assert len(run(session.get_items(limit=100))) == 20
-        assert len(pipeline.thread_checkpointer().list_checkpoints(sid)) == 2
+        assert len(pipeline.thread_store().list_steps(sid)) == 2
+
+    def test_add_appends_and_pop_keeps_the_log(self, tmp_path: Path) -> None:
+        """Each add_items appends only its new messages; pop_item appends nothing but a view, and older steps read as before."""
+        pipeline = self.pipeline(tmp_path)
+        sid = f"s-{uuid.uuid4().hex[:8]}"
+        session, store = CheckpointerSession.from_pipeline(pipeline, sid), pipeline.thread_store()
+        for k, tag in enumerate("abc"):
+            run(session.add_items(turn(tag)))
+            assert store.read(sid).record.messages == 4 * (k + 1)  # user, assistant, tool, assistant per turn
+        before = [m.text for m in pipeline.thread(sid).messages]
+        assert run(session.pop_item()) == turn("c")[-1]
+        assert store.read(sid).record.messages == 12  # nothing appended: the last message is left out of the view
+        assert [m.text for m in pipeline.thread(sid).messages] == before[:-1]
+        assert [m.text for m in pipeline.thread(sid, step=2).messages] == before
+        run(session.add_items(turn("d")))
+        assert run(CheckpointerSession.from_pipeline(self.pipeline(tmp_path), sid).get_items()) == turn("a") + turn("b") + turn("c")[:-1] + turn("d")
+
+    def test_an_old_format_session_opens_and_moves_to_the_log(self, tmp_path: Path) -> None:
+        """A session stored as whole checkpoints by older versions reads back; its first write puts it in the log as the next step."""
+        pipeline = self.pipeline(tmp_path)
+        sid = f"s-{uuid.uuid4().hex[:8]}"
+        dumps = [m.model_dump(mode="json") for m in messages_from_items(turn("a"))]
+        pipeline.thread_checkpointer().save_checkpoint(sid, 3, {"messages": dumps}, None, {"format": Thread.FORMAT})
+        session = CheckpointerSession.from_pipeline(pipeline, sid)
+        assert run(session.get_items()) == turn("a")
+        run(session.add_items(turn("b")))
+        assert [r.step for r in pipeline.thread_store().list_steps(sid)] == [4]
+        assert run(CheckpointerSession.from_pipeline(self.pipeline(tmp_path), sid).get_items()) == turn("a") + turn("b")
+        run(session.clear_session())
+        assert run(CheckpointerSession.from_pipeline(self.pipeline(tmp_path), sid).get_items()) == []
 
 
 class TestSqlite(Protocol):
@@ -138,7 +171,7 @@ class TestMemory(Protocol):
     @given(st.lists(st.one_of(st.tuples(st.just("add"), st.integers(1, 5)), st.just(("pop", 0))), max_size=12))
     def test_behaves_like_a_list(self, ops: list[tuple[str, int]]) -> None:
         """Any sequence of add_items (chunks cut anywhere in a turn) and pop_item leaves what a plain list would hold."""
-        session = CheckpointerSession("prop", Pipeline.from_string(pipeline_yaml("{type: memory}")).thread_checkpointer())
+        session = CheckpointerSession("prop", Pipeline.from_string(pipeline_yaml("{type: memory}")).thread_store())
         source = [item for k in range(20) for item in turn(str(k))]
         model: list[Any] = []
         for op, n in ops:
@@ -185,19 +218,33 @@ class TestPostgres(Protocol):
 
 
 def test_stale_writes_are_retried_then_reported(tmp_path: Path) -> None:
-    """A checkpointer that always reports a newer writer makes add_items raise StaleWrite after the retries, naming the session."""
-    real = Pipeline.from_string(pipeline_yaml("{type: memory}")).thread_checkpointer()
+    """A thread store that always reports a newer writer makes add_items raise StaleWrite after the retries, naming the session."""
+    real = Pipeline.from_string(pipeline_yaml("{type: memory}")).thread_store()
 
     class AlwaysStale:
         def __getattr__(self, name: str) -> Any:
             return getattr(real, name)
 
-        def save_checkpoint(self, *args: Any) -> None:
-            raise StaleWrite("a newer step exists")
-
-        async def asave_checkpoint(self, *args: Any) -> None:
+        def append(self, *args: Any, **kwargs: Any) -> None:
             raise StaleWrite("a newer step exists")
 
     session = CheckpointerSession("busy", AlwaysStale(), retries=3)
     with pytest.raises(StaleWrite, match="session 'busy': 4 writes in a row"):
         run(session.add_items(turn("a")))
+
+
+def test_a_checkpointer_is_not_a_thread_store() -> None:
+    """Giving a plain checkpointer where a thread store belongs raises TypeError naming the way to build one."""
+    checkpointer = Pipeline.from_string(pipeline_yaml("{type: memory}")).thread_checkpointer()
+    with pytest.raises(TypeError, match="from_pipeline"):
+        CheckpointerSession("s", checkpointer)
+
+
+def test_session_bench_smoke() -> None:
+    """bench/integration_openai_agents_session.py runs on a small session and prints its table without writing the page."""
+    root = Path(__file__).resolve().parents[4]
+    before = (root / "docs" / "integrations.md").read_text(encoding="utf-8")
+    out = subprocess.run([sys.executable, str(root / "bench" / "integration_openai_agents_session.py"), "--items", "48",
+                          "--no-write"], capture_output=True, text=True, timeout=300, check=True)
+    assert "ctxcore CheckpointerSession (sqlite)" in out.stdout and "Agents SDK SQLiteSession" in out.stdout
+    assert (root / "docs" / "integrations.md").read_text(encoding="utf-8") == before
