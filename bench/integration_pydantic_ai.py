@@ -118,14 +118,20 @@ def measure(size: int, turns: int) -> dict[str, Any]:
     stored = ModelMessagesTypeAdapter.dump_json(start)
     loaded.build(None, ModelMessagesTypeAdapter.validate_json(stored))
 
+    loading: list[float] = []
+
     def deserialized() -> Iterator[list[ModelMessage]]:
         nonlocal stored
         for turn in range(turns):  # as a user persisting history does: load, append, run, store
-            messages = _appended(ModelMessagesTypeAdapter.validate_json(stored), turn)
+            t0 = time.process_time()
+            messages = ModelMessagesTypeAdapter.validate_json(stored)
+            loading.append(time.process_time() - t0)
+            messages = _appended(messages, turn)
             yield messages
             stored = ModelMessagesTypeAdapter.dump_json(messages)
 
     reloaded = _turns(loaded, deserialized())
+    reloaded["loading"] = statistics.median(loading) * 1000.0
     messages = ModelMessagesTypeAdapter.validate_json(stored)
     processor.build(None, messages)
     built = processor.last_built
@@ -142,7 +148,7 @@ def measure(size: int, turns: int) -> dict[str, Any]:
 def table(size: int, turns: int, r: dict[str, Any]) -> str:
     warm, loaded = r["warm"], r["reloaded"]
     rows = [
-        ["history in (the same objects: only the new messages converted)", f"{warm['convert_in']:.2f}",
+        ["history in (only the new messages converted)", f"{warm['convert_in']:.2f}",
          f"{loaded['convert_in']:.2f}"],
         ["window out (to_pydantic_ai, adjacent requests merged)", f"{warm['convert_out']:.2f}", f"{loaded['convert_out']:.2f}"],
         ["**conversion per turn** (in + out)", f"**{warm['conversion']:.2f}**", f"**{loaded['conversion']:.2f}**"],
@@ -150,12 +156,13 @@ def table(size: int, turns: int, r: dict[str, Any]) -> str:
         ["conversion / build", f"{warm['ratio']:.2f}", f"{loaded['ratio']:.2f}"],
         ["messages converted in the last turn (cache way)", f"{warm['misses']} ({warm['way']})",
          f"{loaded['misses']} ({loaded['way']})"],
+        ["for comparison: loading the history from JSON (the user's own step)", "—", f"{loaded['loading']:.2f}"],
     ]
     return (
         f"{size:,} pydantic-ai messages ({warm['ctx_messages']:,} ctxcore messages, window "
         f"{warm['window']:,}), medians of {turns} turns, CPU ms. Two cases: the same message objects handed "
         f"back (an agent run, or `result.all_messages()` passed on), and a history **loaded from JSON every turn** "
-        f"(`ModelMessagesTypeAdapter.validate_json`, new objects equal by value; the loading itself not counted). "
+        f"(`ModelMessagesTypeAdapter.validate_json`, new objects equal by value; the loading itself is not in the conversion). "
         f"Goals: conversion <= build (same objects: {warm['ratio']:.2f}, "
         f"{'met' if warm['ratio'] <= 1 else 'missed'}); conversion <= 1.5x build (loaded: {loaded['ratio']:.2f}, "
         f"{'met' if loaded['ratio'] <= 1.5 else 'missed'}). Cold conversion (empty cache, in + out): "
