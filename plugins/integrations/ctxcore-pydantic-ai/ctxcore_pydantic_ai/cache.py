@@ -31,7 +31,9 @@ part or the message instead, as pydantic-ai itself does. This is the rule
 ctxcore's ``history`` provider keeps for its own items. A reused conversion
 refers to the message it was made from (equal in every part to the one given);
 message-level fields the model does not read (``usage``, ``run_id``...) are
-not compared.
+not compared. Memory: the entries of the current history, and the current
+history's objects beside the ones its conversions were made from (at most the
+history twice, after a history loaded again).
 """
 
 from __future__ import annotations
