@@ -7,10 +7,12 @@ call's results right after it. The mapping (docs/integrations.md#pydantic-ai):
 
 - each part of a ``ModelRequest`` is one ctxcore message: ``SystemPromptPart``
   -> ``system``; ``UserPromptPart`` -> ``user`` (str content, or text / image /
-  file blocks); a tool return (``ToolReturnPart`` and its typed subclasses, or
-  the legacy ``RetryPromptPart`` naming a tool) -> ``tool`` with its
-  ``tool_call_id`` and the text the model is shown; ``RetryFeedbackPart`` (and a
-  tool-less ``RetryPromptPart``) -> ``user`` with the feedback text; any other
+  file blocks); a tool return (``ToolReturnPart`` and its typed subclasses: a
+  malformed call's ``outcome="retried"`` return too) -> ``tool`` with its
+  ``tool_call_id`` and the text the model is shown; ``RetryFeedbackPart`` ->
+  ``user`` with the feedback text; a legacy ``RetryPromptPart`` as the part
+  pydantic-ai sends in its place (a retried return naming its call, or retry
+  feedback), so its text is what the model is shown; any other
   request part (instruction, settings and tool-availability deltas, speech,
   compaction: nothing the model reads as a message) *rides along* with the
   part before it in the same request (with the first readable part when none
@@ -20,7 +22,10 @@ call's results right after it. The mapping (docs/integrations.md#pydantic-ai):
   per part, which only carries it;
 - a whole ``ModelResponse`` is one ``assistant`` message: its ``TextPart``\\ s
   are the content (a string for one, text blocks for several), its tool calls
-  (``ToolCallPart`` and typed subclasses) are ``tool_calls``; its
+  (``ToolCallPart`` and typed subclasses) are ``tool_calls`` with the argument
+  text pydantic-ai sends (``args_as_json_str``: arguments that do not parse as a
+  JSON object go as ``{"INVALID_JSON": "<raw text>"}``, so a malformed call is
+  counted with its raw text and paired with the return answering it); its
   ``ThinkingPart``\\ s are text blocks of the content too, in the inline form
   pydantic-ai's OpenAI chat model sends back (``<think>`` tags), so they are
   counted and budgeted (``thinking=False``: carried, not counted, for a model
@@ -44,6 +49,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pydantic_ai import messages as pydantic_ai_messages
 from pydantic_ai.messages import (
     BaseToolCallPart,
     BaseToolReturnPart,
@@ -152,7 +158,14 @@ def _readable(part: Any) -> bool:
             or (isinstance(part, BaseToolReturnPart) and not isinstance(part, NativeToolReturnPart)))
 
 
+#: pydantic-ai's own translation of a legacy ``RetryPromptPart`` into the part it sends in its place (private; absent
+#: before 2.7x, where the legacy part was sent as it is)
+_translate_legacy = getattr(pydantic_ai_messages, "_translate_legacy_retry_part", None)
+
+
 def _request_part(part: Any) -> dict[str, Any]:
+    if isinstance(part, RetryPromptPart) and _translate_legacy is not None:
+        part = _translate_legacy(part)  # counted as what the model is sent: a retried return, or retry feedback
     if isinstance(part, SystemPromptPart):
         return {"role": "system", "content": part.content}
     if isinstance(part, UserPromptPart):

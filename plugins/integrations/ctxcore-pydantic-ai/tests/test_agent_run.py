@@ -26,6 +26,7 @@ from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
@@ -213,6 +214,23 @@ class TestConversionCache:
         assert (cache.hits, cache.misses) == (len(history), 1)
         processor.build(None, history[-4:])
         assert len(cache) == 4  # entries of messages no longer in the history are gone
+
+    def test_a_conversation_loaded_from_json_every_turn_converts_only_new_messages(self) -> None:
+        """Stored with all_messages_json() and loaded each turn (new objects), the run's model call converts two messages."""
+        capability = ContextCapability(Pipeline.from_string(PIPELINE))
+        seen: list[tuple[str, int]] = []
+
+        def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            (cache,) = capability.adapter._caches.values()  # one conversation: pydantic-ai keeps its id in the history
+            seen.append((cache.way, cache.misses))
+            return ModelResponse(parts=[TextPart("noted")])
+
+        agent = Agent(FunctionModel(reply), capabilities=[capability])
+        stored: bytes | None = None
+        for turn in range(4):
+            history = ModelMessagesTypeAdapter.validate_json(stored) if stored is not None else None
+            stored = agent.run_sync(f"question {turn}", message_history=history).all_messages_json()
+        assert seen[1:] == [("reloaded", 2)] * 3  # the last answer and the new question; the rest reused
 
     def test_a_replaced_or_reassigned_part_is_converted_again(self) -> None:
         """The guard notices a part replaced in place and a field reassigned on a part."""
