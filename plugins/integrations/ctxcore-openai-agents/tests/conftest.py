@@ -1,4 +1,7 @@
-"""A Responses API stub that refuses what the real API refuses of a run's input, and answers with reasoning items.
+"""Fixtures: a Responses API stub that refuses what the real API refuses of a run's input, and answers with reasoning items.
+
+``strict_responses`` is the stub class, ``illegal_input`` the check it applies
+(tests call it on the filter's output too).
 
 On top of :class:`ctxcore.testing.harness.openai_server.ChatServer` (the
 Responses wire the official client and the Agents SDK parse), like the API:
@@ -18,11 +21,13 @@ response has them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from ctxcore.testing.harness.openai_server import ChatServer
 
-__all__ = ["StrictResponses", "illegal"]
 
 _FOLLOWERS = frozenset({"message", "function_call"})
 
@@ -80,3 +85,15 @@ class StrictResponses(ChatServer):
                  "encrypted_content": e}
                 for k, (s, e) in enumerate(reasoning)]
         return status, payload
+
+
+@pytest.fixture(scope="session")
+def strict_responses() -> type[StrictResponses]:
+    """The strict Responses stub class (use as ``with strict_responses(reply=...) as server``)."""
+    return StrictResponses
+
+
+@pytest.fixture(scope="session")
+def illegal_input() -> Callable[[list[dict[str, Any]]], str | None]:
+    """Why the Responses API would refuse an ``input`` list, or ``None``."""
+    return illegal
