@@ -20,8 +20,10 @@ Every message carries the JSON copies of its items in
 exactly the items when the message still reads as those items convert
 (reasoning items, ids, statuses, annotations included), and renders a message a
 filter changed (a truncated tool output, a summary) with
-:func:`ctxcore.to_openai_responses`. Reasoning and hosted-tool items are not
-counted as text and travel with their assistant turn: kept or dropped with it.
+:func:`ctxcore.to_openai_responses`. Reasoning and hosted-tool items travel
+with their assistant turn: kept or dropped with it. They are not text of the
+message; the filter counts what the model reads of reasoning items by the
+provider's rule (:mod:`ctxcore_openai_agents.reasoning`).
 
 Messages are built without pydantic validation where this module has checked
 every field by hand (:func:`_message`; the usual case: text content, string ids
@@ -41,6 +43,7 @@ from ctxcore_openai_agents.errors import UnsupportedItem
 __all__ = [
     "ITEMS_KEY",
     "SOURCE",
+    "assistant_texts",
     "group_items",
     "is_assistant_side",
     "items_from_messages",
@@ -188,7 +191,7 @@ def _assistant(group: Sequence[Mapping[str, Any]], start: int, validate: bool) -
             call_id, name = _text_field(item, "call_id", start + k), _text_field(item, "name", start + k)
             calls.append(_call(call_id, name, item.get("arguments") or "{}", validate))
         elif kind in (None, "message"):
-            texts.extend(_assistant_texts(item.get("content"), start + k))
+            texts.extend(assistant_texts(item.get("content"), start + k))
     content: str | tuple[TextBlock, ...] | None
     content = texts[0] if len(texts) == 1 else (tuple(TextBlock(text=t) for t in texts) if texts else None)
     return _message({"role": "assistant", "content": content, "tool_calls": tuple(calls), "trust": "untrusted",
@@ -234,7 +237,8 @@ def _call(call_id: str, name: str, arguments: Any, validate: bool) -> ToolCall:
     return ToolCall.model_construct(set(_CALL_FIELDS), id=call_id, name=name, arguments=arguments, type="function")
 
 
-def _assistant_texts(content: Any, index: int) -> list[str]:
+def assistant_texts(content: Any, index: int) -> list[str]:
+    """The texts of an assistant message item's content (``output_text`` and ``refusal`` parts), in order."""
     if content is None:
         return []
     if isinstance(content, str):

@@ -18,6 +18,10 @@ so what is sent is always what was counted:
 - the instructions go back as ``instructions`` (a trusted system message the
   pipeline added is sent as a ``system`` input item).
 
+Reasoning items are counted by the provider's rule (``count_reasoning``,
+:mod:`ctxcore_openai_agents.reasoning`): by default those of the current turn,
+which the Responses API keeps, not those of earlier turns, which it drops.
+
 The build report is ``filter.last_report``, is passed to ``on_report``, and is
 put on the run context when the context is a mutable mapping
 (``context["ctxcore_report"]``) or has a ``ctxcore_report`` attribute.
@@ -38,6 +42,7 @@ from ctxcore.kit import overflow_cause
 from ctxcore_openai_agents.cache import ConversionCache, unchanged
 from ctxcore_openai_agents.converters import ITEMS_KEY, items_from_messages, reads_same
 from ctxcore_openai_agents.errors import ContextBudgetExceeded
+from ctxcore_openai_agents.reasoning import CountReasoning, ReasoningCount, without_reasoning
 
 __all__ = ["INSTRUCTIONS_SOURCE", "REPORT_KEY", "ContextFilter", "FilteredInput", "function_tools"]
 
@@ -56,6 +61,10 @@ class FilteredInput:
     items: list[Any]
     instructions: str | None
     built: BuiltContext
+    #: reasoning items counted in this call (by the filter's ``count_reasoning`` rule) and sent in the window.
+    reasoning_items: int = 0
+    #: their tokens (part of their assistant messages' counts in the report).
+    reasoning_tokens: int = 0
 
     @property
     def report(self) -> BuildReport:
@@ -73,14 +82,24 @@ class ContextFilter:
         state_key: the state key the pipeline's history provider reads.
         count_tools: send the agent's function tools to the build, so their
             definitions count against the budget (the SDK sends its own tools).
+        count_reasoning: which reasoning items count against the budget:
+            ``"current_turn"`` (those after the last user message: the
+            Responses API drops earlier turns' reasoning), ``"all"`` (a
+            provider that reads every one) or ``"none"`` (the chat-completions
+            model, to which the SDK sends none).
         on_report: called with each build report.
+
+    Raises:
+        ValueError: an unknown ``count_reasoning``.
     """
 
     def __init__(self, pipeline: Pipeline, *, state_key: str = "messages", count_tools: bool = True,
+                 count_reasoning: CountReasoning = "current_turn",
                  on_report: Callable[[BuildReport], None] | None = None) -> None:
         self.pipeline = pipeline
         self.state_key = state_key
         self.count_tools = count_tools
+        self.reasoning = ReasoningCount(count_reasoning)
         self.on_report = on_report
         self.cache = ConversionCache()
         #: the report of the last build (``None`` before the first).
@@ -133,6 +152,8 @@ class ContextFilter:
         if exact:
             self.rebuilds += 1
         messages, bounds = self.cache.convert_bounds(listed, exact=exact)
+        with self._lock:
+            messages, _ = self.reasoning.apply(messages)
         head = self._instruction_message(instructions)
         state: dict[str, Any] = {self.state_key: [head, *messages] if head is not None else messages}
         if tools:
@@ -154,6 +175,8 @@ class ContextFilter:
         window = built.messages
         out: list[Any] = []
         instructions: str | None = None
+        reasoning = reasoning_tokens = 0
+        count_text = self.pipeline.builder().counter.count_text
         for m, k in zip(window, _origins(window, messages), strict=True):
             if k < 0:  # not one of the converted messages
                 if head is not None and m.id == head.id:
@@ -167,9 +190,15 @@ class ContextFilter:
                 return None  # counted from other items than the runner's now: convert and build again
             if reads_same(m, converted_from):
                 out.extend(mine)  # unchanged: the runner's own objects
-            else:
-                out.extend(to_openai_responses([m])["input"])  # changed by a filter (truncated, ...): rendered
-        return FilteredInput(items=out, instructions=instructions, built=built)
+                n, tokens = self.reasoning.counted_in(converted_from, count_text)
+                reasoning, reasoning_tokens = reasoning + n, reasoning_tokens + tokens
+            else:  # changed by a filter (truncated, ...): rendered, without reasoning (it needs its following item)
+                out.extend(to_openai_responses([without_reasoning(m, converted_from)])["input"])
+        if reasoning:
+            built.report.notes.append(f"openai-agents: {reasoning} reasoning item(s) sent and counted, {reasoning_tokens} "
+                                      f"tokens of their assistant messages (count_reasoning={self.reasoning.mode!r})")
+        return FilteredInput(items=out, instructions=instructions, built=built, reasoning_items=reasoning,
+                             reasoning_tokens=reasoning_tokens)
 
     def _publish(self, report: BuildReport, context: Any) -> None:
         self.last_report = report

@@ -30,11 +30,11 @@ def test_docs_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_bench_smoke() -> None:
-    """bench/integration_openai_agents.py runs on a tiny history and prints its table without writing the page."""
+    """bench/integration_openai_agents.py runs on a tiny history and prints its table (warm and deserialized) without writing the page."""
     before = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "integration_openai_agents.py"), "--messages", "60",
                           "--turns", "3", "--no-write"], capture_output=True, text=True, timeout=300, check=True)
-    assert "conversion, warm" in out.stdout and "ctxcore build" in out.stdout
+    assert "conversion, warm" in out.stdout and "conversion, deserialized" in out.stdout and "ctxcore build" in out.stdout
     assert (ROOT / "docs" / "performance.md").read_text(encoding="utf-8") == before
 
 
