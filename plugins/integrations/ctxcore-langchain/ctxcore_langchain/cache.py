@@ -70,10 +70,13 @@ class ConversionCache:
     """Converts a LangChain history to ctxcore messages, reusing earlier conversions.
 
     Args:
+        count_reasoning: count an assistant message's reasoning and thinking as sent
+            (see :func:`~ctxcore_langchain.from_langchain`).
         provenance: given to every message converted (``source``, ``priority``...).
     """
 
-    def __init__(self, **provenance: Any) -> None:
+    def __init__(self, *, count_reasoning: bool = True, **provenance: Any) -> None:
+        self.count_reasoning = count_reasoning
         self.provenance = provenance
         self._seen: list[BaseMessage] = []  # the LangChain messages of the last call, by reference
         self._converted: list[Message] = []  # their conversions, in order (handed to the build)
@@ -185,7 +188,8 @@ class ConversionCache:
             # draw); a duplicate within this history gets a fresh id.
             named = {"id": f"lc-{message.id}"} if message.id is not None and key not in self._entries else {}
             try:
-                converted = message_from_langchain(message, **named, **self.provenance)
+                converted = message_from_langchain(message, count_reasoning=self.count_reasoning, **named,
+                                                   **self.provenance)
             except ValueError as exc:
                 raise ValueError(f"message {index}: {exc}") from None
             self.conversions += 1
