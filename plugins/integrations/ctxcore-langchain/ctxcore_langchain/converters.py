@@ -198,24 +198,25 @@ _MISSING = _Missing()
 def _reasoning_items(message: BaseMessage, counted: bool) -> list[tuple[int, Any, tuple[str, ...]]]:
     """An assistant message's reasoning items: (place, the original, the strings it is counted by; none if not counted)."""
     items: list[tuple[int, Any, tuple[str, ...]]] = []
+    if isinstance(message.content, str):
+        return items
     found = message.additional_kwargs.get("reasoning")
-    if isinstance(found, Mapping) and (found.get("type") == "reasoning" or "summary" in found):
+    # ChatOpenAI sends it (its older Responses form) only with list content of dicts
+    if (isinstance(found, Mapping) and (found.get("type") == "reasoning" or "summary" in found)
+            and all(isinstance(b, Mapping) for b in message.content)):
         items.append((KWARGS, found, reasoning_parts(found) if counted else ()))
-    if not isinstance(message.content, str):
-        items += [(i, item, reasoning_parts(item) if counted else ())
-                  for i, item in enumerate(message.content) if is_reasoning(item)]
+    items += [(i, item, reasoning_parts(item) if counted else ())
+              for i, item in enumerate(message.content) if is_reasoning(item)]
     return items
 
 
 def _content_from_langchain(content: Any, reasoning: Sequence[tuple[int, Any, tuple[str, ...]]] = ()
                             ) -> str | tuple[Any, ...] | None:
     """ctxcore content: text, image and file blocks, with each counted reasoning item's strings in its place."""
-    parts = {place: p for place, _, p in reasoning if p}
-    if isinstance(content, str) and not parts:
+    if isinstance(content, str):  # no reasoning is sent with string content
         return content
+    parts = {place: p for place, _, p in reasoning if p}
     blocks: list[Any] = counted_blocks(parts[KWARGS]) if KWARGS in parts else []
-    if isinstance(content, str):
-        return (*blocks, TextBlock(text=content)) if content else tuple(blocks)
     for index, item in enumerate(content):
         if index in parts:
             blocks += counted_blocks(parts[index])
@@ -230,12 +231,14 @@ def _with_reasoning(kwargs: dict[str, Any], content: str | tuple[Any, ...] | Non
                     items: Sequence[tuple[int, Any, tuple[str, ...]]]) -> None:
     """Set a changed message's content (and ``additional_kwargs``) with the reasoning items whose text it still holds.
 
-    Content that keeps no reasoning block and lost nothing to an ``additional_kwargs`` item renders as
-    usual (a string stays a string); one plain text part left is given as its string.
+    Content beside a kept reasoning item is a list (``ChatOpenAI`` sends ``additional_kwargs["reasoning"]``
+    only with list content); otherwise it renders as usual (a string stays a string), and one plain text
+    part left is given as its string.
     """
     blocks: tuple[Any, ...] = () if not content else (TextBlock(text=content),) if isinstance(content, str) else content
     restored, kept = restore_reasoning(blocks, content_to_openai(blocks), items)
-    if any(map(is_reasoning, restored)):
+    # a kept additional_kwargs item is sent by ChatOpenAI only beside list content
+    if any(map(is_reasoning, restored)) or (kept and any(place == KWARGS for place, _, _ in items)):
         kwargs["content"] = restored
     elif len(restored) == len(blocks):
         kwargs["content"] = _content_to_langchain(content)
