@@ -28,7 +28,7 @@ over-counts, which is safe. ``additional_kwargs["reasoning_content"]``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from ctxcore import TextBlock
 
@@ -42,7 +42,7 @@ _OPAQUE = ("signature", "encrypted_content", "data")
 KWARGS = -1
 
 
-def is_reasoning(item: Any) -> bool:
+def is_reasoning(item: Any) -> TypeGuard[Mapping[str, Any]]:
     """Whether a content item is a reasoning or thinking block."""
     return isinstance(item, Mapping) and item.get("type") in REASONING_TYPES
 
@@ -110,6 +110,6 @@ def _match(blocks: Sequence[Any], i: int, pending: list[tuple[int, Any, tuple[st
     """The index in ``pending`` of the first item whose parts are the text blocks at ``blocks[i:]``."""
     for k, (_, _, parts) in enumerate(pending):
         window = blocks[i:i + len(parts)]
-        if len(window) == len(parts) and all(isinstance(b, TextBlock) and b.text == p for b, p in zip(window, parts)):
+        if len(window) == len(parts) and all(isinstance(b, TextBlock) and b.text == p for b, p in zip(window, parts, strict=True)):
             return k
     return None

@@ -180,9 +180,9 @@ def test_round_trip_keeps_reasoning_unless_its_text_was_removed(items: list[Any]
     keep = data.draw(st.lists(st.booleans(), min_size=len(blocks), max_size=len(blocks)))
     if all(keep):
         return
-    changed = converted.model_copy(update={"content": tuple(b for b, k in zip(blocks, keep) if k)})
+    changed = converted.model_copy(update={"content": tuple(b for b, k in zip(blocks, keep, strict=True) if k)})
     (back,) = cache.to_langchain([changed])
-    kept_texts = {b.text for b, k in zip(blocks, keep) if k}
+    kept_texts = {b.text for b, k in zip(blocks, keep, strict=True) if k}
     expected = [i for i in items if i["type"] != "text" and set(reasoning_parts(i)) <= kept_texts]
     expected += [{"type": "text", "text": i["text"]} for i in items if i["type"] == "text" and i["text"] in kept_texts]
     got = back.content if isinstance(back.content, list) else [{"type": "text", "text": back.content}] if back.content else []
