@@ -17,8 +17,9 @@ A history loaded again (a LangGraph checkpointer hands every turn freshly
 deserialized objects) fails the pointer compare; then the prefix is compared by
 value: the same classes and equal ``__dict__`` (every field; C-level compares,
 no pydantic ``__eq__`` call), which proves it unchanged, so the conversions are
-kept, the same ctxcore list grows, and only the new messages are converted (at
-2,000 messages about the cost of the build; see docs/performance.md).
+kept, the same ctxcore list grows, and only the new messages are converted (the
+compare reads the whole history: at 2,000 messages far less than converting it
+again, but many times the build; see docs/performance.md).
 
 Anything else (an edited, removed or reordered message) falls back to a
 per-message lookup: by the LangChain message

@@ -92,6 +92,22 @@ def test_chatanthropic_thinking_is_counted_as_sent() -> None:
     assert counted.total_tokens - uncounted.total_tokens == cl100k(*sent)
 
 
+def test_thinking_is_budgeted() -> None:
+    """A window that fits only without the old turn's thinking drops that turn when thinking counts; uncounted, the request would overflow."""
+    big = "Let me weigh every option about Rome. " * 60
+    history = [HumanMessage("Weather in Rome?", id="h0"),
+               AIMessage([thinking(big), {"type": "text", "text": "Sunny in Rome."}], id="a0"),
+               HumanMessage("And Paris?", id="h1")]
+    budget = 300
+    pipeline = PIPELINE.replace("context_window: 100000", f"context_window: {budget + 100}")
+    counted = ContextHook(Pipeline.from_string(pipeline))
+    window = counted({"messages": history})["llm_input_messages"]
+    assert history[1] not in window and history[2] in window and counted.last_report.total_tokens <= budget
+    blind = ContextHook(Pipeline.from_string(pipeline), count_reasoning=False)
+    assert history[1] in blind({"messages": history})["llm_input_messages"]
+    assert blind.last_report.total_tokens + cl100k(big, sign(big)) > budget  # what the provider would have received
+
+
 def test_chatanthropic_changed_message_keeps_its_signed_thinking() -> None:
     """A tool-loop message a filter shortened still sends its thinking block first and unchanged (the stub checks the signature)."""
     history = anthropic_history()
