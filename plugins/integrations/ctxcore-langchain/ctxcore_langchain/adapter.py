@@ -45,7 +45,8 @@ class ContextBudgetExceeded(BudgetExceeded):
 class _Builder:
     """What the middleware and the hook share: per-thread conversion caches, the build, the way back."""
 
-    def __init__(self, pipeline: Any, *, state_key: str, runtime: Mapping[str, Any] | None, max_threads: int) -> None:
+    def __init__(self, pipeline: Any, *, state_key: str, runtime: Mapping[str, Any] | None, max_threads: int,
+                 count_reasoning: bool = True) -> None:
         if not callable(getattr(pipeline, "build", None)):
             raise TypeError(f"ctxcore-langchain needs a ctxcore Pipeline or ContextBuilder, not {type(pipeline).__name__}")
         if max_threads < 1:
@@ -54,6 +55,7 @@ class _Builder:
         self.state_key = state_key
         self.runtime = dict(runtime or {})
         self.max_threads = max_threads
+        self.count_reasoning = count_reasoning
         self.last_report: Any = None
         self._caches: OrderedDict[Any, ConversionCache] = OrderedDict()
         self._lock = threading.Lock()
@@ -65,7 +67,7 @@ class _Builder:
         with self._lock:
             found = self._caches.get(thread)
             if found is None:
-                found = self._caches[thread] = ConversionCache(source="langchain")
+                found = self._caches[thread] = ConversionCache(count_reasoning=self.count_reasoning, source="langchain")
                 while len(self._caches) > self.max_threads:
                     self._caches.popitem(last=False)
             else:
@@ -160,6 +162,9 @@ class ContextMiddleware(AgentMiddleware):  # type: ignore[misc]
         state_key: the state key the pipeline's history provider reads (``messages``).
         runtime: runtime values given to every build (``ctx`` runtime, not LangGraph's).
         max_threads: conversations (LangGraph ``thread_id``) whose conversion cache is kept.
+        count_reasoning: count the reasoning and thinking of assistant messages as the chat model sends
+            them back (the safe over-count); ``False`` carries them uncounted, for a chat model that does
+            not send them (``ChatOpenAI`` on Chat Completions drops them).
 
     The report of the newest build is ``last_report``; each build also sends a
     ``ctxcore_build`` custom event (``on_custom_event``) to the run's callbacks,
@@ -171,9 +176,10 @@ class ContextMiddleware(AgentMiddleware):  # type: ignore[misc]
     """
 
     def __init__(self, pipeline: Any, *, state_key: str = "messages", runtime: Mapping[str, Any] | None = None,
-                 max_threads: int = 64) -> None:
+                 max_threads: int = 64, count_reasoning: bool = True) -> None:
         super().__init__()
-        self._builder = _Builder(pipeline, state_key=state_key, runtime=runtime, max_threads=max_threads)
+        self._builder = _Builder(pipeline, state_key=state_key, runtime=runtime, max_threads=max_threads,
+                                 count_reasoning=count_reasoning)
 
     @property
     def last_report(self) -> Any:
@@ -226,9 +232,10 @@ class ContextHook:
     """
 
     def __init__(self, pipeline: Any, *, messages_key: str = "messages", state_key: str = "messages",
-                 runtime: Mapping[str, Any] | None = None, max_threads: int = 64) -> None:
+                 runtime: Mapping[str, Any] | None = None, max_threads: int = 64, count_reasoning: bool = True) -> None:
         self.messages_key = messages_key
-        self._builder = _Builder(pipeline, state_key=state_key, runtime=runtime, max_threads=max_threads)
+        self._builder = _Builder(pipeline, state_key=state_key, runtime=runtime, max_threads=max_threads,
+                                 count_reasoning=count_reasoning)
 
     @property
     def last_report(self) -> Any:

@@ -17,8 +17,9 @@ A history loaded again (a LangGraph checkpointer hands every turn freshly
 deserialized objects) fails the pointer compare; then the prefix is compared by
 value: the same classes and equal ``__dict__`` (every field; C-level compares,
 no pydantic ``__eq__`` call), which proves it unchanged, so the conversions are
-kept, the same ctxcore list grows, and only the new messages are converted (at
-2,000 messages about the cost of the build; see docs/performance.md).
+kept, the same ctxcore list grows, and only the new messages are converted (the
+compare reads the whole history: at 2,000 messages far less than converting it
+again, but many times the build; see docs/performance.md).
 
 Anything else (an edited, removed or reordered message) falls back to a
 per-message lookup: by the LangChain message
@@ -70,10 +71,13 @@ class ConversionCache:
     """Converts a LangChain history to ctxcore messages, reusing earlier conversions.
 
     Args:
+        count_reasoning: count an assistant message's reasoning and thinking as sent
+            (see :func:`~ctxcore_langchain.from_langchain`).
         provenance: given to every message converted (``source``, ``priority``...).
     """
 
-    def __init__(self, **provenance: Any) -> None:
+    def __init__(self, *, count_reasoning: bool = True, **provenance: Any) -> None:
+        self.count_reasoning = count_reasoning
         self.provenance = provenance
         self._seen: list[BaseMessage] = []  # the LangChain messages of the last call, by reference
         self._converted: list[Message] = []  # their conversions, in order (handed to the build)
@@ -185,7 +189,8 @@ class ConversionCache:
             # draw); a duplicate within this history gets a fresh id.
             named = {"id": f"lc-{message.id}"} if message.id is not None and key not in self._entries else {}
             try:
-                converted = message_from_langchain(message, **named, **self.provenance)
+                converted = message_from_langchain(message, count_reasoning=self.count_reasoning, **named,
+                                                   **self.provenance)
             except ValueError as exc:
                 raise ValueError(f"message {index}: {exc}") from None
             self.conversions += 1

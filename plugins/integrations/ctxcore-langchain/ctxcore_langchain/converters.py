@@ -21,8 +21,12 @@ validates it. Everything else is carried in ``metadata["langchain"]`` so
 
 Content blocks ctxcore understands: ``text``, ``image_url`` (OpenAI form),
 ``image`` with ``url`` or ``base64`` + ``mime_type`` (LangChain v1 form) and
-``file`` (OpenAI form). Other blocks (``reasoning``, ``thinking``, ``tool_use``,
-audio...) are carried, not counted.
+``file`` (OpenAI form). An assistant message's reasoning (``thinking``,
+``redacted_thinking`` and ``reasoning`` blocks, ``additional_kwargs["reasoning"]``)
+is counted as the strings it sends (text blocks in its place, see
+:mod:`ctxcore_langchain.reasoning`; ``count_reasoning=False`` carries it
+uncounted). Other blocks (``tool_use``, audio...) are carried, not counted. A
+changed message keeps the reasoning items whose text is still in its content.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 
 from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall
 from ctxcore.kit import content_to_openai
+from ctxcore_langchain.reasoning import KWARGS, counted_blocks, is_reasoning, reasoning_parts, restore_reasoning
 
 __all__ = ["LANGCHAIN_KEY", "from_langchain", "message_from_langchain", "message_to_langchain", "to_langchain"]
 
@@ -51,10 +56,13 @@ _SLOTS = frozenset({"content", "type", "name", "tool_calls", "tool_call_id"})
 _defaults: dict[tuple[type[BaseMessage], str], Any] = {}
 
 
-def from_langchain(messages: Iterable[BaseMessage], **provenance: Any) -> list[Message]:
+def from_langchain(messages: Iterable[BaseMessage], *, count_reasoning: bool = True, **provenance: Any) -> list[Message]:
     """The ctxcore messages of LangChain messages, one for one.
 
     ``provenance`` (``source``, ``priority``...) is given to every message.
+    ``count_reasoning``: an assistant message's reasoning and thinking are text
+    blocks of its content, counted and budgeted as sent (``False``: carried, not
+    counted, for a chat model that does not send them back).
     ``ToolMessage`` becomes an untrusted ``tool`` message (ctxcore's default);
     ``SystemMessage`` a trusted system message: pass only system messages your
     own code wrote.
@@ -66,7 +74,7 @@ def from_langchain(messages: Iterable[BaseMessage], **provenance: Any) -> list[M
     out: list[Message] = []
     for index, message in enumerate(messages):
         try:
-            out.append(message_from_langchain(message, **provenance))
+            out.append(message_from_langchain(message, count_reasoning=count_reasoning, **provenance))
         except ValueError as exc:
             raise ValueError(f"message {index}: {exc}") from None
     return out
@@ -77,7 +85,7 @@ def to_langchain(messages: Iterable[Message]) -> list[BaseMessage]:
     return [message_to_langchain(m) for m in messages]
 
 
-def message_from_langchain(message: BaseMessage, **provenance: Any) -> Message:
+def message_from_langchain(message: BaseMessage, *, count_reasoning: bool = True, **provenance: Any) -> Message:
     """One LangChain message as a ctxcore message; see :func:`from_langchain`."""
     kind = getattr(message, "type", None)
     role = _ROLES.get(kind) if isinstance(kind, str) else None
@@ -94,8 +102,11 @@ def message_from_langchain(message: BaseMessage, **provenance: Any) -> Message:
     if extra:
         carried["fields"] = extra
     raw_content = message.content
-    content = _content_from_langchain(raw_content)
+    reasoning = _reasoning_items(message, count_reasoning) if role == "assistant" else []
+    content = _content_from_langchain(raw_content, reasoning)
     keep_content = _content_to_langchain(content) != raw_content
+    if reasoning:
+        carried["reasoning"] = reasoning
     calls: tuple[ToolCall, ...] = ()
     keep_calls = False
     if role == "assistant":
@@ -133,7 +144,12 @@ def message_to_langchain(message: Message) -> BaseMessage:
         kind = _BY_ROLE[message.role]
     same = "fingerprint" in carried and carried["fingerprint"] == message.fingerprint
     kwargs: dict[str, Any] = dict(carried.get("fields") or {})
-    kwargs["content"] = carried["content"] if same and "content" in carried else _content_to_langchain(message.content)
+    if same and "content" in carried:
+        kwargs["content"] = carried["content"]
+    elif carried.get("reasoning") and message.role == "assistant":
+        _with_reasoning(kwargs, message.content, carried["reasoning"])
+    else:
+        kwargs["content"] = _content_to_langchain(message.content)
     if message.name is not None:
         kwargs["name"] = message.name
     if message.role == "assistant":
@@ -179,15 +195,60 @@ class _Missing:
 _MISSING = _Missing()
 
 
-def _content_from_langchain(content: Any) -> str | tuple[Any, ...] | None:
-    if isinstance(content, str):
+def _reasoning_items(message: BaseMessage, counted: bool) -> list[tuple[int, Any, tuple[str, ...]]]:
+    """An assistant message's reasoning items: (place, the original, the strings it is counted by; none if not counted)."""
+    items: list[tuple[int, Any, tuple[str, ...]]] = []
+    if isinstance(message.content, str):
+        return items
+    found = message.additional_kwargs.get("reasoning")
+    # ChatOpenAI sends it (its older Responses form) only with list content of dicts
+    if (isinstance(found, Mapping) and (found.get("type") == "reasoning" or "summary" in found)
+            and all(isinstance(b, Mapping) for b in message.content)):
+        items.append((KWARGS, found, reasoning_parts(found) if counted else ()))
+    items += [(i, item, reasoning_parts(item) if counted else ())
+              for i, item in enumerate(message.content) if is_reasoning(item)]
+    return items
+
+
+def _content_from_langchain(content: Any, reasoning: Sequence[tuple[int, Any, tuple[str, ...]]] = ()
+                            ) -> str | tuple[Any, ...] | None:
+    """ctxcore content: text, image and file blocks, with each counted reasoning item's strings in its place."""
+    if isinstance(content, str):  # no reasoning is sent with string content
         return content
-    blocks: list[Any] = []
-    for item in content:
+    parts = {place: p for place, _, p in reasoning if p}
+    blocks: list[Any] = counted_blocks(parts[KWARGS]) if KWARGS in parts else []
+    for index, item in enumerate(content):
+        if index in parts:
+            blocks += counted_blocks(parts[index])
+            continue
         block = _block(item)
         if block is not None:
             blocks.append(block)
     return tuple(blocks)
+
+
+def _with_reasoning(kwargs: dict[str, Any], content: str | tuple[Any, ...] | None,
+                    items: Sequence[tuple[int, Any, tuple[str, ...]]]) -> None:
+    """Set a changed message's content (and ``additional_kwargs``) with the reasoning items whose text it still holds.
+
+    Content beside a kept reasoning item is a list (``ChatOpenAI`` sends ``additional_kwargs["reasoning"]``
+    only with list content); otherwise it renders as usual (a string stays a string), and one plain text
+    part left is given as its string.
+    """
+    blocks: tuple[Any, ...] = () if not content else (TextBlock(text=content),) if isinstance(content, str) else content
+    restored, kept = restore_reasoning(blocks, content_to_openai(blocks), items)
+    # a kept additional_kwargs item is sent by ChatOpenAI only beside list content
+    if any(map(is_reasoning, restored)) or (kept and any(place == KWARGS for place, _, _ in items)):
+        kwargs["content"] = restored
+    elif len(restored) == len(blocks):
+        kwargs["content"] = _content_to_langchain(content)
+    elif not restored:
+        kwargs["content"] = ""
+    else:
+        only = restored[0]
+        kwargs["content"] = only["text"] if len(restored) == 1 and only.get("type") == "text" else restored
+    if not kept and "reasoning" in (kwargs.get("additional_kwargs") or {}):
+        kwargs["additional_kwargs"] = {k: v for k, v in kwargs["additional_kwargs"].items() if k != "reasoning"}
 
 
 def _block(item: Any) -> TextBlock | ImageBlock | FileBlock | None:

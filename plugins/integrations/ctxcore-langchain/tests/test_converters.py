@@ -76,13 +76,13 @@ class TestRoundTrip:
 
 class TestSlots:
     def test_model_readable_parts_go_to_ctxcore_slots(self) -> None:
-        """Text and images become ctxcore blocks, tool calls ToolCalls, ToolMessage a tool result; reasoning is carried only."""
+        """Text and images become ctxcore blocks, tool calls ToolCalls, ToolMessage a tool result; reasoning is counted text."""
         ai, result = from_langchain([
             AIMessage([{"type": "reasoning", "reasoning": "think"}, {"type": "text", "text": "ok"}],
                       tool_calls=[{"name": "f", "args": {"x": "é"}, "id": "c1"}]),
             ToolMessage("42", tool_call_id="c1", name="f"),
         ])
-        assert ai.role == "assistant" and ai.content == (TextBlock(text="ok"),)
+        assert ai.role == "assistant" and ai.content == (TextBlock(text="think"), TextBlock(text="ok"))
         assert ai.tool_calls[0].name == "f" and ai.tool_calls[0].parsed_arguments() == {"x": "é"}
         assert result.role == "tool" and result.tool_call_id == "c1" and result.trust == "untrusted"
         assert result.name is None  # chat APIs send no name on tool messages; carried instead
