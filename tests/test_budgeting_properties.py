@@ -9,6 +9,11 @@ providers accept, with every protected message, within budget (or raise
 BudgetExceeded), as a subsequence of its input, idempotently and monotonically
 in the budget.
 
+Every property runs against both implementations of ``token_budget``: the
+fast one (tail-first walk, memos across builds) and its ``reference()`` twin
+(``fast=False``: every message counted, every unit visited), as CPython's json
+tests run against the C and the Python module.
+
 Examples per property: 500 (the ``ci`` profile). Run more locally with
 ``CTXCORE_PROPERTY_PROFILE=thorough`` (5,000).
 """
@@ -46,6 +51,8 @@ settings.register_profile(
     "thorough", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 PROFILE = settings.get_profile(os.environ.get("CTXCORE_PROPERTY_PROFILE", "ci"))
+#: Each property below runs on both token_budget implementations (the fast path and the reference).
+PATHS = pytest.mark.parametrize("fast", [True, False], ids=["fast", "reference"])
 
 WORDS = st.text(alphabet="abcdefghij klmnop", min_size=0, max_size=160)
 SHORT = st.text(alphabet="abcdefghij klmnop", min_size=0, max_size=30)
@@ -101,9 +108,9 @@ class Fixed:
 
 
 def make_builder(msgs: list[Message], counter: CachedCounter, window: int, reserve: int, margin: int,
-                 limit: int | None, target: TargetSpec) -> ContextBuilder:
+                 limit: int | None, target: TargetSpec, fast: bool = True) -> ContextBuilder:
     filters: list = [MaxMessages(limit)] if limit is not None else []
-    filters.append(TokenBudget())
+    filters.append(TokenBudget(fast=fast))
     budget = ModelBudget(context_window=window, reserve_output_tokens=reserve, safety_margin=margin)
     return ContextBuilder([Fixed(msgs)], filters, counter, budget=budget, target=target)
 
@@ -127,9 +134,9 @@ def scenarios(draw: st.DrawFn):
     return msgs, counter, tools, window, reserve, margin, limit, target
 
 
-def _build(msgs, counter, tools, window, reserve, margin, limit, target) -> BuiltContext | Exception:
+def _build(msgs, counter, tools, window, reserve, margin, limit, target, fast: bool = True) -> BuiltContext | Exception:
     try:
-        return make_builder(msgs, counter, window, reserve, margin, limit, target).build({"tools": tools})
+        return make_builder(msgs, counter, window, reserve, margin, limit, target, fast).build({"tools": tools})
     except (BudgetExceeded, InvalidHistory) as exc:
         return exc
 
@@ -147,12 +154,13 @@ def _tail_is_broken(msgs: list[Message]) -> bool:
     return False
 
 
+@PATHS
 @PROFILE
 @given(scenarios())
-def test_full_build_invariants(scenario) -> None:
+def test_full_build_invariants(fast: bool, scenario) -> None:
     """Any history at any budget: a legal request for both providers, protected kept, within budget, a subsequence."""
     msgs, counter, tools, window, reserve, margin, limit, target = scenario
-    result = _build(*scenario)
+    result = _build(*scenario, fast=fast)
     if isinstance(result, InvalidHistory):
         # Only two reasons: the current turn is a broken transaction, or an
         # Anthropic request would have no user message at all.
@@ -162,7 +170,8 @@ def test_full_build_invariants(scenario) -> None:
         # Raised only when needed: with exactly the required budget the build
         # fits, or finds a shortfall further on (tool schemas are checked first).
         assert result.required > result.budget and result.report is not None
-        enough = _build(msgs, counter, tools, window + result.required - result.budget, reserve, margin, limit, target)
+        enough = _build(msgs, counter, tools, window + result.required - result.budget, reserve, margin, limit, target,
+                        fast=fast)
         if isinstance(enough, BudgetExceeded):
             assert "tool schemas" in str(result) and "tool schemas" not in str(enough), enough
         return
@@ -189,13 +198,14 @@ def test_full_build_invariants(scenario) -> None:
     assert {m.id for m in out if m.id not in source_ids} == added
     assert all(m.metadata.get("ctxcore") == "backfill" for m in out if m.id in added)
     # Idempotent: building the output again changes nothing.
-    again = _build(out, counter, tools, window, reserve, margin, limit, target)
+    again = _build(out, counter, tools, window, reserve, margin, limit, target, fast=fast)
     assert isinstance(again, BuiltContext) and [m.id for m in again.messages] == [m.id for m in out]
 
 
+@PATHS
 @PROFILE
 @given(scenarios(), st.integers(0, 400))
-def test_monotone_in_the_budget(scenario, extra) -> None:
+def test_monotone_in_the_budget(fast: bool, scenario, extra) -> None:
     """A bigger budget keeps everything a smaller one keeps (and never fails where the smaller one succeeded).
 
     Without ``recover_user``: a recovered message depends on the room left, so
@@ -204,24 +214,25 @@ def test_monotone_in_the_budget(scenario, extra) -> None:
     msgs, counter, tools, window, reserve, margin, limit, target = scenario
     target = target.model_copy(update={"recover_user": False})
     scenario = (msgs, counter, tools, window, reserve, margin, limit, target)
-    small = _build(*scenario)
-    big = _build(msgs, counter, tools, window + extra, reserve, margin, limit, target)
+    small = _build(*scenario, fast=fast)
+    big = _build(msgs, counter, tools, window + extra, reserve, margin, limit, target, fast=fast)
     if not isinstance(small, BuiltContext):
         return
     assert isinstance(big, BuiltContext), big
     assert {m.id for m in small.messages} <= {m.id for m in big.messages}
 
 
+@PATHS
 @PROFILE
 @given(scenarios())
-def test_enough_budget_keeps_everything_legal(scenario) -> None:
+def test_enough_budget_keeps_everything_legal(fast: bool, scenario) -> None:
     """With the budget at 100% or more and no message limit, nothing is trimmed but illegal parts."""
     msgs, counter, tools, _, reserve, margin, _, target = scenario
     if _tail_is_broken(msgs):
         return
     backfilled = sanitize_tool_call_history(msgs, backfill=True).backfilled
     whole = counter.count_messages(msgs) + counter.count_messages(backfilled) + counter.count_tools(tools)
-    result = _build(msgs, counter, tools, reserve + margin + max(1, whole), reserve, margin, None, target)
+    result = _build(msgs, counter, tools, reserve + margin + max(1, whole), reserve, margin, None, target, fast=fast)
     if isinstance(result, InvalidHistory):
         assert target.provider == "anthropic" and "at least one user message" in str(result)
         return
@@ -235,14 +246,15 @@ def test_profile_runs_at_least_500_examples() -> None:
     assert PROFILE.max_examples >= 500
 
 
+@PATHS
 @pytest.mark.parametrize("share", [0.0, 0.3, 0.7, 1.2])
-def test_seeded_shares_with_tool_rounds(share: float) -> None:
+def test_seeded_shares_with_tool_rounds(fast: bool, share: float) -> None:
     """A fixed coding-agent history at several budget shares obeys the same invariants (readable failures)."""
     msgs = [system("persona"), human("fix the test"), _call(["a", "b"]), tool("B" * 200, tool_call_id="b"),
             tool("A" * 200, tool_call_id="a"), ai("found it"), human("now add a test"), _call(["c"]), tool("ok", tool_call_id="c")]
     counter = CachedCounter(ApproximateCounter())
     window = 1 + int(share * counter.count_messages(msgs))
-    result = _build(msgs, counter, [], window, 0, 0, None, TargetSpec(provider="anthropic"))
+    result = _build(msgs, counter, [], window, 0, 0, None, TargetSpec(provider="anthropic"), fast=fast)
     if isinstance(result, BudgetExceeded):
         assert share < 0.5
         return
@@ -255,9 +267,10 @@ def test_seeded_shares_with_tool_rounds(share: float) -> None:
     assert result.report.total_tokens <= window
 
 
+@PATHS
 @PROFILE
 @given(scenarios(), st.sampled_from(["ladder", "recent", "continuity"]))
-def test_full_build_with_compaction_is_provider_legal(scenario, strategy: str) -> None:
+def test_full_build_with_compaction_is_provider_legal(fast: bool, scenario, strategy: str) -> None:
     """Compaction (then token_budget) in a full build: every reduction still gives a request both providers accept.
 
     The ladder's placeholders, trim markers and summaries are new messages, so the
@@ -268,7 +281,8 @@ def test_full_build_with_compaction_is_provider_legal(scenario, strategy: str) -
     msgs, counter, tools, window, reserve, margin, limit, target = scenario
     budget = ModelBudget(context_window=window, reserve_output_tokens=reserve, safety_margin=margin)
     compaction = Compaction(CompactionConfig.model_validate({"strategy": strategy, "on_overflow": "warn"}))
-    builder = ContextBuilder([Fixed(msgs)], [compaction, TokenBudget()], counter, budget=budget, target=target)
+    builder = ContextBuilder([Fixed(msgs)], [compaction, TokenBudget(fast=fast)], counter, budget=budget,
+                             target=target)
     try:
         result = builder.build({"tools": tools})
     except InvalidHistory as exc:

@@ -29,7 +29,7 @@ import pytest
 from ctxcore_counters import TiktokenCounter
 from ctxcore_filters import TokenBudget
 from ctxcore_providers import History, StaticPrompt
-from ctxcore_providers import history as history_module
+from ctxcore_providers.history import GUARD
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -41,32 +41,11 @@ from ctxcore.model.messages import Message, ai, human, system, tool
 from ctxcore.render import to_anthropic, to_openai_responses
 from ctxcore.render.target import TargetSpec
 
-#: the history provider notices an in-place edit among its newest GUARD items; an older one goes with a new list.
-GUARD: int = getattr(history_module, "GUARD", 8)
 #: a bulk append: more new items than the history provider's fast path is gated on.
 BULK = 1_001
 COUNTER = TiktokenCounter("cl100k_base")
 FORMS = ("message", "openai", "anthropic", "responses")
 TEXT = st.text(alphabet="abcd xyz<>[]", min_size=0, max_size=40)
-
-
-class _TwinHistory(History):
-    """A history provider whose ``reference()`` is a fresh instance with the same settings (until it has its own)."""
-
-    def reference(self) -> History:
-        return History(self.state_key, annotate=self.annotate, neutralize_markers=self.neutralize,
-                       working_memory=self.working_memory, replay_cap=self.replay_cap)
-
-
-class _TwinBudget(TokenBudget):
-    """A ``token_budget`` whose ``reference()`` is a fresh instance with the same settings (until it has its own)."""
-
-    def reference(self) -> TokenBudget:
-        return TokenBudget(self.max_tokens, self.pinned_roles, self.trim_from_start, self.on_overflow)
-
-
-FastHistory: type[History] = History if hasattr(History, "reference") else _TwinHistory
-FastBudget: type[TokenBudget] = TokenBudget if hasattr(TokenBudget, "reference") else _TwinBudget
 
 
 class Slot:
@@ -204,11 +183,11 @@ class FastEqualsReference(RuleBasedStateMachine):
     )
     def make_builder(self, budget: int, settings_: dict[str, Any], prompt_after: bool) -> None:
         """The pipeline: static prompt, a slot, the history, a slot, (a static prompt), token_budget."""
-        providers: list[Any] = [StaticPrompt("You are a careful agent."), Slot("before"), Step("history", FastHistory()),
+        providers: list[Any] = [StaticPrompt("You are a careful agent."), Slot("before"), Step("history", History()),
                                 Slot("after")]
         if prompt_after:
             providers.append(Step("closing", StaticPrompt("Answer in one line.")))
-        self.builder = ContextBuilder(providers, [FastBudget(max_tokens=budget)], COUNTER, target=TargetSpec(**settings_))
+        self.builder = ContextBuilder(providers, [TokenBudget(max_tokens=budget)], COUNTER, target=TargetSpec(**settings_))
 
     def _new_tag(self) -> str:
         self.turn += 1
@@ -345,7 +324,7 @@ class TestReferenceBuild:
 
     def test_the_builder_is_left_as_it_was(self) -> None:
         """A reference build changes none of the builder's caches (its count cache sees no lookups)."""
-        builder = ContextBuilder([FastHistory()], [FastBudget(max_tokens=300)], COUNTER)
+        builder = ContextBuilder([History()], [TokenBudget(max_tokens=300)], COUNTER)
         reference_build(builder, {"messages": bulk("q", 20)})
         assert (builder.counter.hits, builder.counter.misses, len(builder.counter.cache)) == (0, 0, 0)
 
