@@ -46,11 +46,13 @@ class _Builder:
     """What the middleware and the hook share: per-thread conversion caches, the build, the way back."""
 
     def __init__(self, pipeline: Any, *, state_key: str, runtime: Mapping[str, Any] | None, max_threads: int,
-                 count_reasoning: bool = True) -> None:
+                 count_reasoning: bool | str = True) -> None:
         if not callable(getattr(pipeline, "build", None)):
             raise TypeError(f"ctxcore-langchain needs a ctxcore Pipeline or ContextBuilder, not {type(pipeline).__name__}")
         if max_threads < 1:
             raise ValueError("max_threads must be at least 1")
+        if count_reasoning not in (True, False, "current_turn"):
+            raise ValueError(f"count_reasoning must be True, False or 'current_turn', not {count_reasoning!r}")
         self.pipeline = pipeline
         self.state_key = state_key
         self.runtime = dict(runtime or {})
@@ -67,7 +69,7 @@ class _Builder:
         with self._lock:
             found = self._caches.get(thread)
             if found is None:
-                found = self._caches[thread] = ConversionCache(count_reasoning=self.count_reasoning, source="langchain")
+                found = self._caches[thread] = ConversionCache(count_reasoning=self.count_reasoning is not False, source="langchain")
                 while len(self._caches) > self.max_threads:
                     self._caches.popitem(last=False)
             else:
@@ -78,6 +80,8 @@ class _Builder:
               tools: Sequence[Any]) -> dict[str, Any]:
         """The ctxcore state of one model call: the system prompt first, then the converted history, and the tools."""
         history = cache.convert(messages)
+        if self.count_reasoning == "current_turn":
+            history = cache.current_turn_reasoning(history)
         if system is not None:
             history = [self._system_message(system), *history]
         return {self.state_key: history, "tools": [self._tool(t) for t in tools]}
@@ -163,8 +167,10 @@ class ContextMiddleware(AgentMiddleware):  # type: ignore[misc]
         runtime: runtime values given to every build (``ctx`` runtime, not LangGraph's).
         max_threads: conversations (LangGraph ``thread_id``) whose conversion cache is kept.
         count_reasoning: count the reasoning and thinking of assistant messages as the chat model sends
-            them back (the safe over-count); ``False`` carries them uncounted, for a chat model that does
-            not send them (``ChatOpenAI`` on Chat Completions drops them).
+            them back (the safe over-count); ``"current_turn"`` counts only those after the last user
+            message, for a provider that strips earlier turns' (Anthropic before Claude Opus 4.5, OpenAI's
+            Responses API by default); ``False`` carries them uncounted, for a chat model that does not
+            send them (``ChatOpenAI`` on Chat Completions drops them).
 
     The report of the newest build is ``last_report``; each build also sends a
     ``ctxcore_build`` custom event (``on_custom_event``) to the run's callbacks,
@@ -176,7 +182,7 @@ class ContextMiddleware(AgentMiddleware):  # type: ignore[misc]
     """
 
     def __init__(self, pipeline: Any, *, state_key: str = "messages", runtime: Mapping[str, Any] | None = None,
-                 max_threads: int = 64, count_reasoning: bool = True) -> None:
+                 max_threads: int = 64, count_reasoning: bool | str = True) -> None:
         super().__init__()
         self._builder = _Builder(pipeline, state_key=state_key, runtime=runtime, max_threads=max_threads,
                                  count_reasoning=count_reasoning)
@@ -232,7 +238,7 @@ class ContextHook:
     """
 
     def __init__(self, pipeline: Any, *, messages_key: str = "messages", state_key: str = "messages",
-                 runtime: Mapping[str, Any] | None = None, max_threads: int = 64, count_reasoning: bool = True) -> None:
+                 runtime: Mapping[str, Any] | None = None, max_threads: int = 64, count_reasoning: bool | str = True) -> None:
         self.messages_key = messages_key
         self._builder = _Builder(pipeline, state_key=state_key, runtime=runtime, max_threads=max_threads,
                                  count_reasoning=count_reasoning)

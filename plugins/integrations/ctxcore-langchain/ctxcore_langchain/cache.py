@@ -42,7 +42,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from ctxcore import Message
-from ctxcore_langchain.converters import message_from_langchain, message_to_langchain
+from ctxcore_langchain.converters import LANGCHAIN_KEY, message_from_langchain, message_to_langchain
 
 __all__ = ["GUARD", "ConversionCache"]
 
@@ -91,6 +91,8 @@ class ConversionCache:
         self._lookup: dict[int, BaseMessage] = {}
         # id() -> window message the pipeline derived or made, kept alive while its id() is a key of _lookup
         self._memo: dict[int, Message] = {}
+        # id() of a conversion -> (it, its variant with the reasoning uncounted): see ``current_turn_reasoning``
+        self._uncounted: dict[int, tuple[Message, Message]] = {}
         self.conversions = 0  # messages converted so far (a test and bench counter)
 
     def convert(self, messages: Sequence[BaseMessage]) -> list[Message]:
@@ -135,7 +137,7 @@ class ConversionCache:
                     continue
                 m = messages[index]
                 hit = back.get(m.id)
-                lc = hit[1] if hit is not None and _reads_as(m, hit[0]) else message_to_langchain(m)
+                lc = hit[1] if hit is not None and self._derived(m, hit[0]) else message_to_langchain(m)
                 out[index] = lookup[id(m)] = lc
                 memo[id(m)] = m
         if len(memo) > 2 * len(messages) + 16:
@@ -143,6 +145,37 @@ class ConversionCache:
             for key in [k for k in memo if k not in current]:
                 del memo[key], lookup[key]
         return out  # type: ignore[return-value]  # no None left
+
+    def _derived(self, m: Message, conversion: Message) -> bool:
+        """Whether ``m`` reads as ``conversion`` or as its variant with the reasoning uncounted."""
+        if _reads_as(m, conversion):
+            return True
+        variant = self._uncounted.get(id(conversion))
+        return variant is not None and variant[0] is conversion and _reads_as(m, variant[1])
+
+    def current_turn_reasoning(self, converted: list[Message]) -> list[Message]:
+        """``converted`` with the reasoning of assistant messages before the last user message uncounted.
+
+        For providers that strip earlier turns' reasoning from the context (Anthropic before Claude
+        Opus 4.5, OpenAI's Responses API by default). Each variant is made once and maps back to the
+        framework's message, which still sends its reasoning. Gives ``converted`` itself when no
+        earlier message has counted reasoning.
+        """
+        last = next((i for i in range(len(converted) - 1, -1, -1) if converted[i].role == "user"), 0)
+        out: list[Message] | None = None
+        for index in range(last):
+            m = converted[index]
+            if m.role != "assistant" or not any(it[2] for it in m.metadata[LANGCHAIN_KEY].get("reasoning") or ()):
+                continue
+            known = self._uncounted.get(id(m))
+            original = self._lookup[id(m)]
+            if known is None or known[0] is not m:
+                variant = message_from_langchain(original, count_reasoning=False, id=m.id, **self.provenance)
+                known = self._uncounted[id(m)] = (m, variant)
+            self._lookup[id(known[1])], self._memo[id(known[1])] = original, known[1]
+            out = out if out is not None else list(converted)
+            out[index] = known[1]
+        return out if out is not None else converted
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -204,7 +237,7 @@ class ConversionCache:
     def _rebuild(self, messages: Sequence[BaseMessage]) -> None:
         """Start over from ``messages``, reusing entries that still match; drop the rest."""
         old = self._entries
-        self._entries, self._back, self._lookup, self._memo = {}, {}, {}, {}
+        self._entries, self._back, self._lookup, self._memo, self._uncounted = {}, {}, {}, {}, {}
         self._seen, self._signatures, self._converted = [], [], []
         for index, message in enumerate(messages):
             self._append(index, message, old)

@@ -224,7 +224,9 @@ def _content_from_langchain(content: Any, reasoning: Sequence[tuple[int, Any, tu
         block = _block(item)
         if block is not None:
             blocks.append(block)
-    return tuple(blocks)
+    # nothing ctxcore reads (only tool_use blocks, say): None, the form the build gives it, so the
+    # message is not seen as changed
+    return tuple(blocks) or None
 
 
 def _with_reasoning(kwargs: dict[str, Any], content: str | tuple[Any, ...] | None,

@@ -108,6 +108,22 @@ def test_thinking_is_budgeted() -> None:
     assert blind.last_report.total_tokens + cl100k(big, sign(big)) > budget  # what the provider would have received
 
 
+def test_current_turn_counts_only_the_tool_loop_thinking() -> None:
+    """count_reasoning="current_turn": only thinking after the last user message counts; every message still goes back as the framework's own."""
+    history = anthropic_history()
+    hook = ContextHook(Pipeline.from_string(PIPELINE), count_reasoning="current_turn")
+    window = hook({"messages": history})["llm_input_messages"]
+    assert all(a is b for a, b in zip(window[1:], history, strict=True))
+    _, uncounted = _report(history, False)
+    loop = history[3].content
+    assert hook.last_report.total_tokens - uncounted.total_tokens == cl100k(
+        loop[0]["thinking"], loop[0]["signature"], loop[1]["data"])
+    window = hook({"messages": [*history, AIMessage("Sunny in Paris.", id="a2"), HumanMessage("Thanks", id="h2")]}
+                  )["llm_input_messages"]
+    assert hook.last_report.total_tokens < uncounted.total_tokens + 20  # the loop is over: no thinking counted
+    assert all(a is b for a, b in zip(window[1:], history, strict=False))
+
+
 def test_chatanthropic_changed_message_keeps_its_signed_thinking() -> None:
     """A tool-loop message a filter shortened still sends its thinking block first and unchanged (the stub checks the signature)."""
     history = anthropic_history()
@@ -192,7 +208,7 @@ def test_round_trip_keeps_reasoning_unless_its_text_was_removed(items: list[Any]
     (converted,) = cache.convert([original])
     assert cache.to_langchain([converted])[0] is original
     assert to_langchain([converted]) == [original]
-    blocks = converted.content
+    blocks = converted.content or ()
     keep = data.draw(st.lists(st.booleans(), min_size=len(blocks), max_size=len(blocks)))
     if all(keep):
         return
