@@ -13,7 +13,6 @@ import itertools
 import json
 import random
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,7 +78,7 @@ class TestCountedByTheRule:
             filt = ContextFilter(pipeline(), count_reasoning=mode)  # type: ignore[arg-type]
             done = filt.apply(items, "Be brief.")
             sent = history_items(done.items)
-            assert sent == items and all(a is b for a, b in zip(sent, items))  # all sent, the runner's own objects
+            assert sent == items and all(a is b for a, b in zip(sent, items, strict=True))  # all sent, the runner's own objects
             totals[mode], notes[mode] = done.report.total_tokens, (done.reasoning_items, done.reasoning_tokens)
         counter = pipeline().builder().counter
         current = counter.count_text(reasoning_text(items[7]))
