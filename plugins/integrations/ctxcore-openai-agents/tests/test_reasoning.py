@@ -8,8 +8,8 @@ as a reasoning model does; the SDK sends them back with the run's input.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import base64
+import dataclasses
 import itertools
 import json
 import random
