@@ -28,7 +28,6 @@ import pytest
 
 from ctxcore.testing.harness.openai_server import ChatServer
 
-
 _FOLLOWERS = frozenset({"message", "function_call"})
 
 

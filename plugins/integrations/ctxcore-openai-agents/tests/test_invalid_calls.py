@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -100,7 +101,7 @@ def history_of(turns: list[Any]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for t, (valid, invalid, raw, size) in enumerate(turns):
         items.append({"role": "user", "content": f"question {t}"})
-        calls = [(f"v{t}_{k}", '{"topic": "%d"}' % k) for k in range(valid)] + [(f"b{t}_{k}", raw) for k in range(invalid)]
+        calls = [(f"v{t}_{k}", json.dumps({"topic": str(k)})) for k in range(valid)] + [(f"b{t}_{k}", raw) for k in range(invalid)]
         for cid, arguments in calls:
             items.append({"type": "function_call", "id": f"fc_{cid}", "call_id": cid, "name": "lookup",
                           "arguments": arguments, "status": "completed"})

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import itertools
 import json
 import random
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,7 +79,7 @@ class TestCountedByTheRule:
             filt = ContextFilter(pipeline(), count_reasoning=mode)  # type: ignore[arg-type]
             done = filt.apply(items, "Be brief.")
             sent = history_items(done.items)
-            assert sent == items and all(a is b for a, b in zip(sent, items))  # all sent, the runner's own objects
+            assert sent == items and all(a is b for a, b in zip(sent, items, strict=True))  # all sent, the runner's own objects
             totals[mode], notes[mode] = done.report.total_tokens, (done.reasoning_items, done.reasoning_tokens)
         counter = pipeline().builder().counter
         current = counter.count_text(reasoning_text(items[7]))
@@ -148,6 +148,31 @@ class TestBlocks:
         shortened = counted.model_copy(update={"content": (*counted.content[:1], TextBlock(text="H."), *counted.content[2:])})
         assert without_reasoning(shortened, counted).content == "H."
         assert without_reasoning(m, counted) is m and with_reasoning(messages_from_items([answer("m", "x")])[0]).content == "x"
+
+
+class TestChangedByAFilter:
+    def test_a_changed_counted_message_is_rendered_without_its_reasoning(self, illegal_input: Any) -> None:
+        """A filter that shortens a counted assistant message: it is rendered with its own text only, no reasoning item.
+
+        The reasoning blocks are counting, not text: sent as ``output_text`` they
+        would put the encrypted payload in the model's visible history; the
+        reasoning items cannot follow a rendered message (no item id), so they go.
+        """
+        items = [{"role": "user", "content": "q"}, reasoning("rs_1", "plan"), answer("msg_1", "A long answer."),
+                 {"role": "user", "content": "q2"}, reasoning("rs_2", "plan"), answer("msg_2", "Another long answer.")]
+        filt = ContextFilter(pipeline())
+        state, head, spans, listed = filt._prepare(items, None, ())
+        built = filt.pipeline.build(state)
+        k = max(i for i, m in enumerate(built.messages) if m.role == "assistant")
+        counted = built.messages[k]
+        assert [b.text for b in counted.content][1] == "Another long answer."  # the counted form: reasoning, text
+        short = counted.model_copy(update={"content": (counted.content[0], TextBlock(text="Short."))})
+        changed = dataclasses.replace(built, messages=(*built.messages[:k], short, *built.messages[k + 1:]))
+        done = filt._finish(changed, head, spans, listed)
+        assert done is not None
+        assert done.items[-1]["role"] == "assistant" and "Short." in json.dumps(done.items[-1])
+        assert SECRET not in json.dumps(done.items[-1]) and "rs_2" not in json.dumps(done.items)
+        assert illegal_input(done.items) is None and done.reasoning_items == 0
 
 
 # ---------------------------------------------------------------- the real SDK, reasoning on the wire
