@@ -170,6 +170,7 @@ EXPECTED_KIT_ALL = [
     "encode_metadata",
     "encode_value",
     "ensure_newer",
+    "extend_view",
     "fence",
     "format_memories",
     "get_prompt",
@@ -200,6 +201,7 @@ EXPECTED_KIT_ALL = [
     "unknown_step",
     "use_pipeline_context",
     "utc_now",
+    "view_of",
 ]
 
 EXPECTED_CONTRACTS_ALL = [
