@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctxcore.errors import InvalidHistory
+from ctxcore.model.blocks import foreign_block, foreign_block_error
 from ctxcore.model.messages import Message
 from ctxcore.render._input import content_kinds
 
@@ -29,6 +30,9 @@ def check_openai(items: Sequence[Message]) -> None:
 
 def check_openai_message(m: Message, index: int) -> None:
     """OpenAI's rules for one message, which depend on nothing else in the request (``index`` names it in the error)."""
+    foreign = foreign_block(m.content, "openai-chat")  # chat completions takes no provider block at all
+    if foreign is not None:
+        raise InvalidHistory(foreign_block_error(foreign, "OpenAI chat completions"), index=index)
     if m.name is not None and not _OPENAI_NAME.match(m.name):
         raise InvalidHistory(
             f"name {m.name!r} does not match OpenAI's [a-zA-Z0-9_-]+ (no spaces or dots)", index=index
