@@ -391,7 +391,6 @@ class ContextBuilder(OutputSteps):
             built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")
 
 
-@lru_cache(maxsize=256)
 def _past_compaction(messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
     """What the provider reads: nothing before the newest compaction block/item but system messages (docs/blocks.md)."""
     kept, dropped = before_compaction(messages)
@@ -400,6 +399,7 @@ def _past_compaction(messages: Sequence[Message], report: BuildReport) -> Sequen
     return kept
 
 
+@lru_cache(maxsize=256)
 def _stamper(source: str) -> Callable[[Message], Message]:
     """The transform that sets ``source`` on messages that have none.
 

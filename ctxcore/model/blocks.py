@@ -174,17 +174,34 @@ def before_compaction(messages: Sequence[Any]) -> tuple[Sequence[Any], list[Any]
 
     Kept: every system message (the request's ``system``/instructions, which
     compaction does not replace) and everything from the message holding the
-    newest compaction block or item on. ``messages`` comes back as it is (no
-    copy, a lazy sequence stays lazy) when it holds no compaction.
+    newest compaction block or item on; for an Anthropic compaction block in
+    an assistant turn, from the user message that turn answers (a Messages API
+    request must open with a user turn; the API itself drops everything before
+    the block, so this costs a few counted tokens and never a wrong request).
+    ``messages`` comes back as it is (no copy, a lazy sequence stays lazy)
+    when it holds no compaction.
     """
-    start = compaction_start(_structure(messages))
+    structure = _structure(messages)
+    start = compaction_start(structure)
     if start == 0:
         return messages, []
+    start = _opening_user_turn(structure, start)
     kept: list[Any] = []
     dropped: list[Any] = []
     for index, m in enumerate(messages):
         (kept if index >= start or m.role == "system" else dropped).append(m)
     return kept, dropped
+
+
+def _opening_user_turn(structure: Sequence[Any], start: int) -> int:
+    """``start``, or the index of the user message before it when an Anthropic compaction opens the kept part."""
+    item = structure[start]
+    if item.role != "assistant" or not any(b.api == "anthropic" and b.is_compaction for b in provider_blocks(item.content)):
+        return start
+    for index in range(start - 1, -1, -1):
+        if structure[index].role == "user":
+            return index
+    return start
 
 
 def _structure(messages: Sequence[Any]) -> Sequence[Any]:
