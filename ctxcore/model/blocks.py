@@ -126,8 +126,8 @@ def foreign_block_error(block: ProviderBlock, target: str) -> str:
     """The one-line reason ``block`` cannot be sent to ``target``, and the fix."""
     return (
         f"a {block.kind!r} block from {_API_NAMES[block.api]} cannot be sent to {target}: it has no equivalent there; "
-        f"render this history for {_API_NAMES[block.api].removeprefix('the ')} "
-        f"(target.provider / --format), or drop the block with ctxcore.without_provider_blocks(messages)"
+        f"render this history for {_API_NAMES[block.api]} (target.provider: {block.api}), "
+        f"or drop the block with ctxcore.without_provider_blocks(messages)"
     )
 
 
