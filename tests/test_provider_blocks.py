@@ -168,7 +168,7 @@ class TestAnthropicRoundTrip:
                                                               {"type": "text", "text": "a"}]},
                             {"role": "user", "content": "more"}])
         with pytest.raises(InvalidHistory, match=r"message 1: a 'server_tool_use' block from the Anthropic Messages API "
-                                                 r"cannot be sent to OpenAI chat completions.*without_provider_blocks"):
+                                                 r"cannot be sent to OpenAI.*without_provider_blocks"):
             validate_request(messages, "openai")
         with pytest.raises(ValueError, match="'server_tool_use' block"):
             messages[1].to_openai()
@@ -332,3 +332,48 @@ class TestCompactionBoundary:
         assert {r.id for r in built.report.dropped if r.by == "compaction"} == {m.id for m in history[:2]}
         assert wire_problem({**built.to_anthropic(), "max_tokens": 5}) is None
         assert built.report.total_tokens < 500
+
+
+# ------------------------------------------------------------ the command line
+PIPELINE = """
+version: 1
+model: {{context_window: 8000, reserve_output_tokens: 300}}
+target: {{provider: {provider}}}
+providers:
+  - {{type: static_prompt, text: You are a careful research assistant.}}
+  - {{type: history}}
+filters:
+  - {{type: token_budget}}
+"""
+
+
+class TestCtxBuild:
+    def test_anthropic_blocks_in_the_state_come_back_from_ctx_build(self, tmp_path: Any) -> None:
+        """`ctx build --format anthropic` sends a web-search turn of the state back byte-exact."""
+        from tests.test_cli import ctx
+
+        turn = {"role": "assistant", "content": [*web_search_blocks("srvtoolu_1", "q", [("https://e.org", "E")]),
+                                                 {"type": "text", "text": "Found it."}]}
+        state = tmp_path / "state.json"
+        state.write_text(json.dumps({"messages": [{"role": "user", "content": "q"}, turn,
+                                                  {"role": "user", "content": "thanks"}]}))
+        (tmp_path / "a.yaml").write_text(PIPELINE.format(provider="anthropic"))
+        result = ctx("build", str(tmp_path / "a.yaml"), "--state", str(state), "--format", "anthropic")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["messages"][1] == turn
+        refused = ctx("build", str(tmp_path / "a.yaml"), "--state", str(state), "--format", "openai")
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        assert "'server_tool_use' block from the Anthropic Messages API cannot be sent" in refused.stderr
+
+    def test_responses_items_in_the_state_come_back_from_ctx_build(self, tmp_path: Any) -> None:
+        """`ctx build --format openai-responses` re-sends reasoning and its function call item for item."""
+        from tests.test_cli import ctx
+
+        turn = [reasoning_item("rs_1"), {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"}]
+        items = [{"role": "user", "content": "q"}, *turn, {"type": "function_call_output", "call_id": "c1", "output": "r"}]
+        state = tmp_path / "state.json"
+        state.write_text(json.dumps({"messages": items}))
+        (tmp_path / "r.yaml").write_text(PIPELINE.format(provider="openai-responses"))
+        result = ctx("build", str(tmp_path / "r.yaml"), "--state", str(state), "--format", "openai-responses")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["input"][-3:] == items[1:]
