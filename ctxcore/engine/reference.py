@@ -32,8 +32,8 @@ from ctxcore.engine.char_budget import check_input_chars, check_schema_chars
 from ctxcore.engine.report import BuildReport, ComponentTiming
 from ctxcore.engine.steps import BuiltContext, Step
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
-from ctxcore.model.messages import Message
 from ctxcore.model.blocks import before_compaction
+from ctxcore.model.messages import Message
 from ctxcore.model.transactions import check_tool_pairing, legal_start, sanitize_tool_call_history
 from ctxcore.render import validate_request
 from ctxcore.render.caching import CachePlan, min_cacheable_tokens, plan_anthropic_cache

@@ -70,11 +70,11 @@ def _item_problem(
     if kind == "reasoning" and _ends_turn(items, i + 1):
         return f"Item '{item_id}' of type 'reasoning' was provided without its required following item."
     if kind == "function_call":
-        calls.add(item.get("call_id"))
+        calls.add(str(item.get("call_id")))
     elif kind == "function_call_output" and item.get("call_id") not in calls:
         return f"No tool call found for function call output with call_id {item.get('call_id')}."
     elif kind == "mcp_approval_request":
-        approvals.add(item.get("id"))
+        approvals.add(str(item.get("id")))
     elif kind == "mcp_approval_response" and item.get("approval_request_id") not in approvals:
         return f"No MCP approval request found with id {item.get('approval_request_id')}."
     return None
