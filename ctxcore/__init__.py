@@ -44,6 +44,7 @@ from ctxcore.errors import (
     UnstorableState,
 )
 from ctxcore.model.anthropic_io import messages_from_anthropic
+from ctxcore.model.blocks import ProviderBlock, without_provider_blocks
 from ctxcore.model.memory_item import MemoryItem
 from ctxcore.model.messages import (
     ContentBlock,
@@ -144,6 +145,8 @@ __all__ = [
     "legal_start",
     "messages_from_anthropic",
     "messages_from_responses",
+    "ProviderBlock",
+    "without_provider_blocks",
     "recommended_level",
     "reference_build",
     "sanitize_tool_call_history",

@@ -168,12 +168,13 @@ class TestResponsesFastPath:
         assert _outcome(messages_from_responses, items) == _outcome(responses_io._validated_messages, items)
 
     def test_plain_items_take_the_fast_path(self) -> None:
-        """Messages, calls, call outputs and reasoning items are built by the fast path, not validated."""
+        """Messages, calls and call outputs are built by the fast path, not validated; reasoning takes the checking path."""
         items = [{"role": "system", "content": "s"}, {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]},
-                 {"type": "reasoning", "summary": []}, {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                 {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
                  {"type": "function_call", "call_id": "c2", "name": "g"}, {"type": "function_call_output", "call_id": "c1", "output": "r"}]
         assert responses_io._plain_messages(items) is not None
         assert _outcome(messages_from_responses, items) == _outcome(responses_io._validated_messages, items)
+        assert responses_io._plain_messages([*items[:2], {"type": "reasoning", "summary": []}, *items[2:]]) is None
 
 
 # ------------------------------------------------------------------ the history provider

@@ -51,6 +51,7 @@ EXPECTED_CTXCORE_ALL = [
     "PressureLevel",
     "PromptRuntimeContext",
     "Provider",
+    "ProviderBlock",
     "Registry",
     "SanitizeResult",
     "ScaffoldError",
@@ -86,6 +87,7 @@ EXPECTED_CTXCORE_ALL = [
     "to_openai_responses",
     "tool",
     "validate_request",
+    "without_provider_blocks",
 ]
 
 EXPECTED_KIT_ALL = [

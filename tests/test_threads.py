@@ -200,7 +200,7 @@ class TestAddResponse:
         assert thread.add_response(completion.choices[0].message.model_copy(update={"tool_calls": None, "content": "ok"})).text == "ok"
 
     def test_responses_api_response(self, thread_host: Any) -> None:
-        """A Responses API Response: output text and function_call items become one assistant message."""
+        """A Responses API Response: reasoning, output text and function_call items become one assistant message, re-sent item for item."""
         response = Response.model_validate({
             "id": "resp_1", "object": "response", "created_at": 0, "model": "m", "parallel_tool_calls": True,
             "tool_choice": "auto", "tools": [], "output": [
@@ -215,7 +215,8 @@ class TestAddResponse:
         assert (m.text, m.tool_call_ids) == ("Let me look.", ("call_9",))
         thread.add_tool_result("call_9", "r")
         items = thread.build().to_openai_responses()["input"]
-        assert [i.get("type", i.get("role")) for i in items][-4:] == ["user", "assistant", "function_call", "function_call_output"]
+        assert [i.get("type", i.get("role")) for i in items][-5:] == [
+            "user", "reasoning", "message", "function_call", "function_call_output"]
 
     def test_anthropic_message_with_thinking_survives_a_checkpoint(self, thread_host: Any) -> None:
         """An Anthropic Message's thinking block comes back byte-exact after save and reopen."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -14,13 +16,22 @@ from ctxcore.tools.report_tables import print_report
 
 __all__ = ["build"]
 
+# --format -> (the body of the built context, the API named when it cannot take the history)
+_RENDERERS: dict[str, tuple[Callable[[Any], Any], str]] = {
+    "openai": (lambda built: built.to_openai(), "OpenAI chat completions"),
+    "anthropic": (lambda built: built.to_anthropic(), "Anthropic"),
+    "openai-responses": (lambda built: built.to_openai_responses(), "the OpenAI Responses API"),
+}
+
 
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @click.option("--preset", help="Build with a preset pipeline (chat, react, skill, agent) instead of FILE.")
 @click.option("--state", "state_file", required=True, type=click.Path(dir_okay=False, allow_dash=True), help='JSON file (- for stdin): {"messages": [OpenAI-style dicts...]}.')
-@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "json"]), default="openai", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "openai-responses", "json"]), default="openai",
+              show_default=True,
               help="openai: the request's messages; anthropic: the Messages API body (system, messages, tools); "
+                   "openai-responses: the Responses API body (input items, tools); "
                    "json: ctxcore messages with provenance plus the report.")
 @click.option("--explain", is_flag=True, help="Print the build report as tables on stderr.")
 @click.option("--runtime", "runtime_items", multiple=True, metavar="KEY=VALUE", help="Runtime values passed to providers.")
@@ -39,13 +50,12 @@ def build(ctx: click.Context, file: str | None, preset: str | None, state_file: 
         fail(f"{file}: components could not be created")
     except CtxError as exc:
         fail(f"{type(exc).__name__}: {exc}")
-    if fmt == "openai":
-        click.echo(json.dumps(built.to_openai(), indent=2, ensure_ascii=False))
-    elif fmt == "anthropic":
+    if fmt in _RENDERERS:
+        render, target = _RENDERERS[fmt]
         try:
-            body = built.to_anthropic()
+            body = render(built)
         except (CtxError, ValueError) as exc:
-            fail(f"{file}: the request cannot be sent to Anthropic: {type(exc).__name__}: {exc}")
+            fail(f"{file}: the request cannot be sent to {target}: {type(exc).__name__}: {exc}")
         click.echo(json.dumps(body, indent=2, ensure_ascii=False))
     else:
         payload = {

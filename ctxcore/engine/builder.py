@@ -40,6 +40,7 @@ from ctxcore.engine.steps import (
     register_preset_factories,
 )
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
+from ctxcore.model.blocks import before_compaction
 from ctxcore.model.messages import Message, copied_message
 from ctxcore.model.transactions import open_calls_after, sanitize_tool_call_history
 from ctxcore.render.target import TargetSpec
@@ -140,7 +141,7 @@ class ContextBuilder(OutputSteps):
     def build(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Run every provider then every filter; return the messages and the report.
 
-        Order: providers, history sanitizing, filters, legal start, pairing check
+        Order: providers, the compaction boundary (docs/blocks.md), history sanitizing, filters, legal start, pairing check
         and validation for the target provider, counting.
 
         Raises:
@@ -329,7 +330,7 @@ class ContextBuilder(OutputSteps):
                     f"{self.budget.max_input_tokens}; send fewer tools or raise model.context_window",
                     budget=self.budget.max_input_tokens, required=tool_tokens + self.counter.priming, report=report,
                 )
-        sanitized = self._sanitize(messages, report)
+        sanitized = self._sanitize(_past_compaction(messages, report), report)
         output, tokens = self._final_output(self._run_filters(sanitized, runtime, report, budget), sanitized,
                                             tool_tokens, report)
         return self._checked(output, tokens, origin, tool_tokens, report, tuple(tools), runtime.get("thread_id"))
@@ -388,6 +389,14 @@ class ContextBuilder(OutputSteps):
         except Exception as exc:  # an observer (or a relay without the hook) must not lose the caller's request
             log.error("observer_failed", hook="on_build_complete", error=f"{type(exc).__name__}: {exc}")
             built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")
+
+
+def _past_compaction(messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
+    """What the provider reads: nothing before the newest compaction block/item but system messages (docs/blocks.md)."""
+    kept, dropped = before_compaction(messages)
+    if dropped:
+        report.record_dropped(dropped, by="compaction")
+    return kept
 
 
 @lru_cache(maxsize=256)

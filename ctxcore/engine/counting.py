@@ -10,7 +10,9 @@ rules for chat models:
 - a tool call costs ``tokens_per_tool_call`` plus its id, name and JSON arguments;
 - an image costs OpenAI's tile rule (:func:`ctxcore.model.images.openai_image_tokens`),
   or ``image_tokens`` flat when a counter sets it (providers with another rule);
-- tool definitions follow the OpenAI cookbook rule for function schemas.
+- tool definitions follow the OpenAI cookbook rule for function schemas;
+- a provider block (an Anthropic server tool result, a Responses reasoning
+  item...) costs the tokens of its compact JSON, which is what the API reads.
 
 Lives in core because every counter plugin needs it and plugins never import
 each other.
@@ -23,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcore.model.images import image_size, openai_image_tokens
-from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock
+from ctxcore.model.messages import FileBlock, ImageBlock, Message, ProviderBlock, TextBlock
 
 __all__ = ["MessageCounter"]
 
@@ -85,6 +87,8 @@ class MessageCounter(ABC):
             return self.count_image(block)
         if isinstance(block, FileBlock):
             return self.count_text(block.filename or "") + self.count_text(block.file_id or "") + self.count_text(block.file_data or "")
+        if isinstance(block, ProviderBlock):
+            return self.count_text(block.wire_json)  # the provider reads the block's JSON
         return 0  # pragma: no cover - Message only holds the block types above
 
     def count_image(self, block: ImageBlock) -> int:

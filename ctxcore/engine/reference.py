@@ -1,7 +1,7 @@
 """The reference build: what :meth:`ContextBuilder.build` computes, written plainly, with nothing kept between builds.
 
 :func:`reference_build` runs a builder's steps in the builder's order —
-providers, history sanitizing, filters, repair of past messages, legal start,
+providers, the compaction boundary, history sanitizing, filters, repair of past messages, legal start,
 request validation (or the pairing check), counting — on plain lists. Every
 provider and filter that offers ``reference()`` is replaced by what that
 returns, asked afresh for each build; the counter is a new
@@ -32,6 +32,7 @@ from ctxcore.engine.char_budget import check_input_chars, check_schema_chars
 from ctxcore.engine.report import BuildReport, ComponentTiming
 from ctxcore.engine.steps import BuiltContext, Step
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
+from ctxcore.model.blocks import before_compaction
 from ctxcore.model.messages import Message
 from ctxcore.model.transactions import check_tool_pairing, legal_start, sanitize_tool_call_history
 from ctxcore.render import validate_request
@@ -102,6 +103,7 @@ class _Build:
         provided = self._provide()
         tools = self._tools()
         tool_tokens = self._tool_tokens(tools)
+        provided = self._past_compaction(provided)
         sanitized = self._sanitize(provided) if target.sanitize != "off" else provided
         output = self._filter(sanitized, self._filter_budget(tool_tokens))
         if target.sanitize != "off":
@@ -168,6 +170,12 @@ class _Build:
         return budget
 
     # ---------------------------------------------------------------- history
+    def _past_compaction(self, messages: list[Message]) -> list[Message]:
+        kept, dropped = before_compaction(messages)
+        if dropped:
+            self.report.record_dropped(dropped, by="compaction")
+        return list(kept)
+
     def _sanitize(self, messages: list[Message]) -> list[Message]:
         result = sanitize_tool_call_history(messages, backfill=self.builder.target.sanitize == "backfill")
         if result.removed:

@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ctxcore.model._unchecked import unchecked_call, unchecked_message, unchecked_text
+from ctxcore.model.blocks import ProviderBlock
 from ctxcore.model.messages import (
     FileBlock,
     ImageBlock,
@@ -144,26 +145,45 @@ def _block(index: int, block: Any) -> dict[str, Any]:
 
 
 def _assistant(blocks: list[dict[str, Any]], provenance: dict[str, Any]) -> Message:
-    texts: list[TextBlock] = []
+    """The assistant message of an Anthropic turn; its original blocks kept when any is more than text or a tool call."""
+    parts: list[TextBlock | ProviderBlock] = []
     calls: list[ToolCall] = []
+    verbatim = False  # whether the renderer must re-send the original blocks
     for b in blocks:
         kind = b["type"]
         if kind == "text":
-            texts.append(TextBlock(text=_str(b, "text")))
+            parts.append(TextBlock(text=_str(b, "text")))
+            verbatim = verbatim or not b.keys() <= _PLAIN_TEXT_KEYS  # citations
         elif kind == "tool_use":
             calls.append(_tool_call(b))
-        elif kind not in _THINKING:
-            raise ValueError(
-                f"content[{b['__index__']}]: unsupported assistant block type {kind!r} "
-                "(supported: text, tool_use, thinking, redacted_thinking)"
-            )
-    content: Any = texts[0].text if len(texts) == 1 else (tuple(texts) if texts else None)
-    message = _make("assistant", content, tuple(calls), {}, provenance)
-    if not any(b["type"] in _THINKING for b in blocks):
+            verbatim = verbatim or not b.keys() <= _PLAIN_TOOL_USE_KEYS
+        elif kind in _THINKING:
+            verbatim = True  # not content: Anthropic strips earlier turns' thinking itself
+        else:
+            parts.append(_provider_block(b))
+            verbatim = True
+    message = _make("assistant", _assistant_content(parts), tuple(calls), {}, provenance)
+    if not verbatim:
         return message
     raw = [{k: v for k, v in b.items() if k != "__index__"} for b in blocks]
     metadata = {**message.metadata, ANTHROPIC_CONTENT_KEY: raw, ANTHROPIC_FINGERPRINT_KEY: message.fingerprint}
     return message.model_copy(update={"metadata": metadata})
+
+
+_PLAIN_TEXT_KEYS = frozenset({"type", "text", "__index__"})
+_PLAIN_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "__index__"})
+
+
+def _assistant_content(parts: list[TextBlock | ProviderBlock]) -> Any:
+    """Text blocks as the message's content (a lone one as its string); provider blocks keep the tuple."""
+    if len(parts) == 1 and isinstance(parts[0], TextBlock):
+        return parts[0].text
+    return tuple(parts) if parts else None
+
+
+def _provider_block(b: dict[str, Any]) -> ProviderBlock:
+    """A block ctxcore does not model, kept as it came (without its index)."""
+    return ProviderBlock(api="anthropic", raw={k: v for k, v in b.items() if k != "__index__"})
 
 
 def _user(blocks: list[dict[str, Any]], provenance: dict[str, Any]) -> list[Message]:
@@ -184,15 +204,18 @@ def _user(blocks: list[dict[str, Any]], provenance: dict[str, Any]) -> list[Mess
     return out
 
 
-def _user_part(b: dict[str, Any]) -> TextBlock | ImageBlock | FileBlock:
+def _user_part(b: dict[str, Any]) -> TextBlock | ImageBlock | FileBlock | ProviderBlock:
     kind, where = b["type"], f"content[{b['__index__']}]"
     if kind == "text":
-        return TextBlock(text=_str(b, "text"))
+        text = TextBlock(text=_str(b, "text"))
+        return text if b.keys() <= _PLAIN_TEXT_KEYS else _provider_block(b)
     source = b.get("source")
     if kind not in ("image", "document"):
-        raise ValueError(f"{where}: unsupported user block type {kind!r} (supported: text, image, document, tool_result)")
+        return _provider_block(b)  # search_result, container_upload, a future type: kept as sent
     if not isinstance(source, Mapping):
         raise ValueError(f"{where}: an {kind} block needs a 'source' object")
+    if not _modelled_source(b):
+        return _provider_block(b)  # a document of text/url/content, citations on: kept as sent
     stype = source.get("type")
     if stype == "base64":
         url = f"data:{source.get('media_type')};base64,{source.get('data')}"
@@ -202,6 +225,18 @@ def _user_part(b: dict[str, Any]) -> TextBlock | ImageBlock | FileBlock:
     if stype == "file" and kind == "document":
         return FileBlock(file_id=str(source.get("file_id")), filename=b.get("title"))
     raise ValueError(f"{where}: {kind} source type {stype!r} is not supported (image: base64, url; document: base64, file)")
+
+
+def _modelled_source(b: dict[str, Any]) -> bool:
+    """Whether an image or document block maps to an image or file block with nothing lost."""
+    if not b.keys() <= _PLAIN_MEDIA_KEYS[b["type"]]:
+        return False
+    return (b["type"], b["source"].get("type")) in _MODELLED_SOURCES
+
+
+_PLAIN_MEDIA_KEYS = {"image": frozenset({"type", "source", "__index__"}),
+                     "document": frozenset({"type", "source", "title", "__index__"})}
+_MODELLED_SOURCES = frozenset({("image", "base64"), ("image", "url"), ("document", "base64"), ("document", "file")})
 
 
 def _tool_result(b: dict[str, Any], provenance: dict[str, Any]) -> Message:
@@ -286,7 +321,7 @@ def _plain_assistant(blocks: list[Any]) -> Message | None:
         kind = b.get("type") if type(b) is dict else None
         if kind == "text":
             text = b.get("text")
-            if type(text) is not str:
+            if type(text) is not str or len(b) != 2:  # citations (or cache_control): the checking path
                 return None
             texts.append(unchecked_text(text))
         elif kind == "tool_use":
@@ -301,7 +336,7 @@ def _plain_assistant(blocks: list[Any]) -> Message | None:
 
 def _plain_call(b: dict[str, Any]) -> ToolCall | None:
     call_id, name, given = b.get("id"), b.get("name"), b.get("input", {})
-    if type(call_id) is not str or type(name) is not str or type(given) is not dict:
+    if not b.keys() <= _PLAIN_TOOL_USE_KEYS or type(call_id) is not str or type(name) is not str or type(given) is not dict:
         return None
     try:
         arguments = json.dumps(given, ensure_ascii=False)
@@ -322,7 +357,7 @@ def _plain_user(blocks: list[Any]) -> list[Message] | None:
             out.append(made)
         elif kind == "text":
             text = b.get("text")
-            if type(text) is not str:
+            if type(text) is not str or len(b) != 2:  # citations (or cache_control): the checking path
                 return None
             rest.append(unchecked_text(text))
         else:
@@ -341,7 +376,7 @@ def _plain_result(b: dict[str, Any]) -> Message | None:
     elif type(raw) is list:
         parts: list[TextBlock] = []
         for p in raw:
-            text = p.get("text") if type(p) is dict and p.get("type") == "text" else None
+            text = p.get("text") if type(p) is dict and p.get("type") == "text" and len(p) == 2 else None
             if type(text) is not str:
                 return None
             parts.append(unchecked_text(text))

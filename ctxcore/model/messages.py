@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ctxcore.model.blocks import ProviderBlock, foreign_block_error
+
 __all__ = [
     "Role",
     "Trust",
@@ -27,6 +29,7 @@ __all__ = [
     "TextBlock",
     "ImageBlock",
     "FileBlock",
+    "ProviderBlock",
     "ContentBlock",
     "ToolCall",
     "Message",
@@ -83,7 +86,7 @@ class FileBlock(_Frozen):
     filename: str | None = None
 
 
-ContentBlock = Annotated[TextBlock | ImageBlock | FileBlock, Field(discriminator="type")]
+ContentBlock = Annotated[TextBlock | ImageBlock | FileBlock | ProviderBlock, Field(discriminator="type")]
 
 
 def _reject_constant(name: str) -> Any:
@@ -396,6 +399,10 @@ def content_to_openai(content: str | tuple[Any, ...] | None) -> Any:
     Text, image and file blocks become ``{"type": "text" | "image_url" | "file", ...}``
     parts, as :meth:`Message.to_openai` sends them. For plugins that render
     ctxcore content into another library's OpenAI-shaped messages (``ctxcore.kit``).
+
+    Raises:
+        ValueError: a provider block (an Anthropic server tool result, a
+            Responses reasoning item...), which chat completions cannot take.
     """
     if content is None or isinstance(content, str):
         return content
@@ -408,6 +415,8 @@ def content_to_openai(content: str | tuple[Any, ...] | None) -> Any:
             if b.detail is not None:
                 image["detail"] = b.detail
             parts.append({"type": "image_url", "image_url": image})
+        elif isinstance(b, ProviderBlock):
+            raise ValueError(foreign_block_error(b, "OpenAI chat completions"))
         else:
             f = {k: v for k, v in (("file_id", b.file_id), ("file_data", b.file_data), ("filename", b.filename)) if v is not None}
             parts.append({"type": "file", "file": f})

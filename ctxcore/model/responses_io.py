@@ -8,19 +8,33 @@ consecutive ``function_call`` items becomes one assistant message whose
 ``tool_calls`` are the run's calls in order; an assistant text item before
 them stays its own message (the pair is as legal as one message).
 
+A run of the model's output items that holds anything beyond text and
+function calls (``reasoning``, hosted tool calls, ``compaction``...) becomes
+one assistant message instead: its content is the text and
+:class:`~ctxcore.model.blocks.ProviderBlock` items in order, its tool calls
+the function calls, and the original items are kept in
+``metadata["responses_items"]`` so the renderer re-sends them item for item
+while the message is unchanged (reasoning before its function call, its
+``encrypted_content`` byte-exact). An item that follows such a run and is not
+a message or a ``function_call_output`` (``mcp_approval_response`` after its
+request) joins it: a request and its answer are one message.
+
 Mapping:
 
-- a message item -> a message of its role (``developer`` is refused, as in
-  :meth:`Message.from_openai`); content parts ``input_text``/``output_text``
+- a message item -> a message of its role; ``developer`` -> a system
+  message marked ``metadata["responses_role"] = "developer"`` (rendered back
+  as developer); content parts ``input_text``/``output_text``
   -> text (a lone text part becomes plain string content, as a reply does),
   ``refusal`` -> its text, ``input_image`` (by URL) -> :class:`ImageBlock`,
   ``input_file`` -> :class:`FileBlock`;
 - ``function_call`` -> a :class:`ToolCall` (``call_id``, ``name``, ``arguments``);
 - ``function_call_output`` -> a ``tool`` message answering ``call_id``;
-- ``reasoning`` -> nothing: ctxcore cannot re-send encrypted reasoning (as
-  ``Thread.add_response`` does with a reply's reasoning).
-
-Anything else (``item_reference``, built-in tool calls) is refused, naming the item.
+- ``reasoning``, ``web_search_call``, ``file_search_call``,
+  ``code_interpreter_call``, ``image_generation_call``, ``mcp_call``,
+  ``mcp_list_tools``, ``mcp_approval_request``, ``compaction`` and any other
+  output item -> a provider block of the assistant turn;
+- any other item on its own (``item_reference``, a future type) -> a user
+  message holding it as a provider block: kept, never refused.
 """
 
 from __future__ import annotations
@@ -31,6 +45,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ctxcore.model._unchecked import unchecked_call, unchecked_message, unchecked_text
+from ctxcore.model.blocks import ProviderBlock
 from ctxcore.model.messages import (
     FileBlock,
     ImageBlock,
@@ -39,9 +54,23 @@ from ctxcore.model.messages import (
     ToolCall,
 )
 
-__all__ = ["messages_from_responses"]
+__all__ = ["RESPONSES_FINGERPRINT_KEY", "RESPONSES_ITEMS_KEY", "RESPONSES_ROLE_KEY", "assistant_from_output",
+           "messages_from_responses", "raw_responses_items"]
+
+#: metadata key holding an assistant turn's original Responses items (reasoning, hosted calls kept).
+RESPONSES_ITEMS_KEY = "responses_items"
+#: metadata key holding the fingerprint of the message those items were read into.
+RESPONSES_FINGERPRINT_KEY = "responses_fingerprint"
+#: metadata key holding a system message's original role when it was ``developer``.
+RESPONSES_ROLE_KEY = "responses_role"
 
 _ROLES = frozenset({"user", "assistant", "system"})
+#: items the model outputs: they join the assistant turn they are read in.
+_OUTPUT_KINDS = frozenset({
+    "function_call", "reasoning", "compaction", "web_search_call", "file_search_call", "code_interpreter_call",
+    "image_generation_call", "mcp_call", "mcp_list_tools", "mcp_approval_request", "computer_call",
+    "local_shell_call", "shell_call", "apply_patch_call", "custom_tool_call", "tool_search_call",
+})
 _TEXT_PARTS = frozenset({"input_text", "output_text"})
 
 
@@ -68,18 +97,17 @@ def _validated_messages(items: Iterable[Any], **provenance: Any) -> list[Message
         ValueError: as :func:`messages_from_responses`.
     """
     out: list[Message] = []
-    calls: list[ToolCall] = []
+    run: list[tuple[int, Mapping[str, Any]]] = []  # the assistant side's consecutive items
     for i, raw in enumerate(items):
         item = _plain(raw)
         if not isinstance(item, Mapping):
             raise ValueError(f"item {i}: a Responses input item is an object, not {type(item).__name__}")
         kind = item.get("type", "message")
-        if kind == "function_call":
-            calls.append(_call(i, item))
+        if _assistant_side(kind, item, run):
+            run.append((i, item))
             continue
-        if calls:
-            out.append(_make(i, {"role": "assistant", "content": None, "tool_calls": tuple(calls)}, provenance))
-            calls = []
+        out.extend(_assistant_run(run, provenance))
+        run = []
         if kind == "message":
             out.append(_message(i, item, provenance))
         elif kind == "function_call_output":
@@ -87,16 +115,127 @@ def _validated_messages(items: Iterable[Any], **provenance: Any) -> list[Message
             if not isinstance(call_id, str) or not call_id:
                 raise ValueError(f"item {i}: a function_call_output needs the 'call_id' of the call it answers")
             out.append(_make(i, {"role": "tool", "tool_call_id": call_id, "content": _content(i, item.get("output", ""))}, provenance))
-        elif kind != "reasoning":
-            raise ValueError(
-                f"item {i}: Responses item type {kind!r} is not supported "
-                "(message, function_call, function_call_output, reasoning)"
-            )
-    if calls:
-        out.append(_make(len(out), {"role": "assistant", "content": None, "tool_calls": tuple(calls)}, provenance))
+        else:  # an input-side item ctxcore does not model: kept as sent, as the user's
+            out.append(_make(i, {"role": "user", "content": (_provider_item(i, item),)}, provenance))
+    out.extend(_assistant_run(run, provenance))
     if len(out) > 1 and "id" in provenance:
         raise ValueError("an explicit id names one message, but these items make several")
     return out
+
+
+def _assistant_side(kind: Any, item: Mapping[str, Any], run: list[tuple[int, Mapping[str, Any]]]) -> bool:
+    """Whether ``item`` belongs to the assistant turn being read (``run``: its items so far).
+
+    The model's output items (text, function calls, reasoning, hosted tool
+    calls, compaction) are; so is any other item (``mcp_approval_response``,
+    ``computer_call_output``, a future type) that follows a provider item of
+    the turn, so a request and its answer are one message no filter can split.
+    """
+    if kind == "message":
+        return item.get("role") == "assistant"
+    if kind in _OUTPUT_KINDS:
+        return True
+    return kind != "function_call_output" and any(_is_provider_kind(k.get("type", "message")) for _, k in run)
+
+
+def _is_provider_kind(kind: Any) -> bool:
+    return kind not in ("message", "function_call", "function_call_output")
+
+
+def _assistant_run(run: list[tuple[int, Mapping[str, Any]]], provenance: dict[str, Any]) -> list[Message]:
+    """The messages of a run of assistant-side items.
+
+    Without provider items: each text item its own message, then one message
+    with the run's function calls (as before provider items existed). With
+    them: one message whose content is the text and provider blocks in order
+    and whose tool calls are the function calls; the original items are kept
+    so an unchanged message is re-sent item for item.
+    """
+    if not run:
+        return []
+    if not any(_is_provider_kind(item.get("type", "message")) for _, item in run):
+        return _plain_run(run, provenance)
+    parts: list[Any] = []
+    calls: list[ToolCall] = []
+    for i, item in run:
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            calls.append(_call(i, item))
+        elif kind == "message":
+            content = _content(i, item.get("content"))
+            parts.extend([TextBlock(text=content)] if isinstance(content, str) else content or ())
+        else:
+            parts.append(_provider_item(i, item))
+    first = run[0][0]
+    message = _make(first, {"role": "assistant", "content": tuple(parts) or None, "tool_calls": tuple(calls)}, provenance)
+    kept = [dict(item) for _, item in run]
+    metadata = {**message.metadata, RESPONSES_ITEMS_KEY: kept, RESPONSES_FINGERPRINT_KEY: message.fingerprint}
+    return [message.model_copy(update={"metadata": metadata})]
+
+
+def assistant_from_output(output: Iterable[Any], **provenance: Any) -> Message:
+    """The one assistant message of a response's ``output`` items (what ``Thread.add_response`` appends).
+
+    Text parts become text, ``function_call`` items tool calls; every other
+    item (reasoning, hosted calls, compaction, a future type) a provider
+    block in order, with the original items kept for a byte-exact re-send.
+
+    Raises:
+        ValueError: an item of a wrong shape, naming ``output[i]``.
+    """
+    run = []
+    for i, raw in enumerate(output):
+        item = _plain(raw)
+        if not isinstance(item, Mapping):
+            raise ValueError(f"output[{i}]: a Responses output item is an object, not {type(item).__name__}")
+        run.append((i, item))
+    if not any(_is_provider_kind(item.get("type", "message")) for _, item in run):
+        return _plain_reply(run, provenance)
+    return _assistant_run(run, provenance)[0]
+
+
+def _plain_reply(run: list[tuple[int, Mapping[str, Any]]], provenance: dict[str, Any]) -> Message:
+    """Text and function calls only: one message of the output text parts and the calls (nothing kept raw)."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for i, item in run:
+        if item.get("type", "message") == "function_call":
+            calls.append(_call(i, item))
+        else:
+            texts.extend(p["text"] for p in item.get("content") or [] if p.get("type") == "output_text")
+    content: Any = texts[0] if len(texts) == 1 else (tuple(TextBlock(text=t) for t in texts) if texts else None)
+    return _make(0, {"role": "assistant", "content": content, "tool_calls": tuple(calls)}, provenance)
+
+
+def _plain_run(run: list[tuple[int, Mapping[str, Any]]], provenance: dict[str, Any]) -> list[Message]:
+    out: list[Message] = []
+    calls: list[ToolCall] = []
+    for i, item in run:
+        if item.get("type", "message") == "function_call":
+            calls.append(_call(i, item))
+            continue
+        if calls:
+            out.append(_make(i, {"role": "assistant", "content": None, "tool_calls": tuple(calls)}, provenance))
+            calls = []
+        out.append(_message(i, item, provenance))
+    if calls:
+        out.append(_make(run[-1][0], {"role": "assistant", "content": None, "tool_calls": tuple(calls)}, provenance))
+    return out
+
+
+def _provider_item(i: int, item: Mapping[str, Any]) -> ProviderBlock:
+    try:
+        return ProviderBlock(api="openai-responses", raw=dict(item))
+    except ValidationError as exc:
+        raise ValueError(f"item {i}: {exc.errors(include_url=False)[0]['msg'].removeprefix('Value error, ')}") from None
+
+
+def raw_responses_items(m: Message) -> list[dict[str, Any]] | None:
+    """The original Responses items of an assistant message, if kept and still describing it."""
+    raw = m.metadata.get(RESPONSES_ITEMS_KEY)
+    if raw is None or m.metadata.get(RESPONSES_FINGERPRINT_KEY) != m.fingerprint:
+        return None  # changed since it was read (compressed, edited): render from the fields
+    return [dict(item) for item in raw]
 
 
 def _plain(value: Any) -> Any:
@@ -115,10 +254,11 @@ def _call(i: int, item: Mapping[str, Any]) -> ToolCall:
 
 def _message(i: int, item: Mapping[str, Any], provenance: dict[str, Any]) -> Message:
     role = item.get("role")
-    if role == "developer":
-        raise ValueError(f"item {i}: role 'developer' is not supported; use 'system'")
+    if role == "developer":  # the newer name for system instructions: a system message that renders back as developer
+        given = {**provenance, "metadata": {**(provenance.get("metadata") or {}), RESPONSES_ROLE_KEY: "developer"}}
+        return _make(i, {"role": "system", "content": _content(i, item.get("content"))}, given)
     if role not in _ROLES:
-        raise ValueError(f"item {i}: a message item has role 'user', 'assistant' or 'system', not {role!r}")
+        raise ValueError(f"item {i}: a message item has role 'user', 'assistant', 'system' or 'developer', not {role!r}")
     return _make(i, {"role": role, "content": _content(i, item.get("content"))}, provenance)
 
 
@@ -205,8 +345,8 @@ def _plain_messages(items: list[Any]) -> list[Message] | None:
             if type(call_id) is not str or not call_id or content is _NOT_PLAIN:
                 return None
             out.append(unchecked_message("tool", _GIVEN_RESULT, content, tool_call_id=call_id))
-        elif kind != "reasoning":
-            return None
+        else:
+            return None  # reasoning, hosted calls, compaction: kept as provider blocks by the checking path
     if calls:
         out.append(unchecked_message("assistant", _GIVEN_CALLS, None, tuple(calls)))
     return out

@@ -15,6 +15,7 @@ from typing import Any
 
 from ctxcore.errors import InvalidHistory
 from ctxcore.model.anthropic_io import ANTHROPIC_EXTRA_KEY, raw_anthropic_content
+from ctxcore.model.blocks import ProviderBlock, foreign_block, foreign_block_error, unpaired_server_calls
 from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock
 from ctxcore.render._input import coerce, content_kinds
 from ctxcore.render.caching import CachePlan
@@ -211,6 +212,10 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
                 out.append({"type": "text", "text": b.text})
         elif isinstance(b, ImageBlock):
             out.append({"type": "image", "source": _source(b.url)})
+        elif isinstance(b, ProviderBlock):
+            if b.api != "anthropic":
+                raise InvalidHistory(foreign_block_error(b, "the Anthropic Messages API"))
+            out.append(dict(b.raw))  # sent as it came: signatures and encrypted results are checked
         elif isinstance(b, FileBlock):
             if b.file_id:
                 out.append({"type": "document", "source": {"type": "file", "file_id": b.file_id}})
@@ -254,9 +259,28 @@ def _tool_result(m: Message, tool_use_id: str | None) -> dict[str, Any]:
     return block
 
 
+def _check_provider_blocks(m: Message, index: int) -> None:
+    """Provider blocks: Anthropic's own only, and each server tool call with its result in the same message."""
+    foreign = foreign_block(m.content, "anthropic")
+    if foreign is not None:
+        raise InvalidHistory(foreign_block_error(foreign, "the Anthropic Messages API"), index=index)
+    if m.role != "assistant" or not isinstance(m.content, tuple):
+        return
+    raw = raw_anthropic_content(m)
+    blocks = raw if raw is not None else [b.raw for b in m.content if isinstance(b, ProviderBlock)]
+    unpaired = unpaired_server_calls(blocks)
+    if unpaired:
+        raise InvalidHistory(
+            f"server tool call {unpaired[0]!r} has no result block in the same assistant message, which Anthropic "
+            "rejects; keep the assistant content blocks of a reply together (add the reply with thread.add_response)",
+            index=index,
+        )
+
+
 def _check_anthropic_message(m: Message, index: int, is_last: bool) -> None:
     """Raise :class:`InvalidHistory` when the Messages API would reject ``m`` itself (``is_last``: the current turn)."""
-    if m.role in ("system", "assistant") and content_kinds(m) - {"text"}:
+    _check_provider_blocks(m, index)
+    if m.role in ("system", "assistant") and content_kinds(m) - {"text", "provider"}:
         raise InvalidHistory(f"Anthropic accepts images and files only from the user, not in a {m.role} message", index=index)
     for block in m.content if isinstance(m.content, tuple) else ():
         if isinstance(block, ImageBlock):

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ctxcore.errors import InvalidHistory
+from ctxcore.model.blocks import foreign_block, foreign_block_error
 from ctxcore.model.messages import Message
 from ctxcore.render._input import content_kinds
 
@@ -29,6 +30,11 @@ def check_openai(items: Sequence[Message]) -> None:
 
 def check_openai_message(m: Message, index: int) -> None:
     """OpenAI's rules for one message, which depend on nothing else in the request (``index`` names it in the error)."""
+    # "openai" validates for chat completions and the Responses API alike: Responses items pass here,
+    # and the chat renderer (Message.to_openai) refuses them when asked to send them.
+    foreign = foreign_block(m.content, "openai-responses")
+    if foreign is not None:
+        raise InvalidHistory(foreign_block_error(foreign, "OpenAI"), index=index)
     if m.name is not None and not _OPENAI_NAME.match(m.name):
         raise InvalidHistory(
             f"name {m.name!r} does not match OpenAI's [a-zA-Z0-9_-]+ (no spaces or dots)", index=index
@@ -39,5 +45,5 @@ def check_openai_message(m: Message, index: int) -> None:
         raise InvalidHistory(f"OpenAI requires content in a {m.role} message", index=index)
     if m.role == "assistant" and m.content is None and not m.tool_calls:
         raise InvalidHistory("OpenAI requires an assistant message to have content or tool calls", index=index)
-    if m.role != "user" and content_kinds(m) - {"text"}:
+    if m.role != "user" and content_kinds(m) - {"text", "provider"}:
         raise InvalidHistory(f"OpenAI accepts images and files only in user messages, not in a {m.role} message", index=index)

@@ -20,7 +20,7 @@ class TargetSpec(BaseModel):
     """Which provider the request is for and which legality steps the builder runs.
 
     Attributes:
-        provider: ``openai`` or ``anthropic``; the build is validated for it.
+        provider: ``openai``, ``anthropic`` or ``openai-responses``; the build is validated for it.
         legal_start: make the first message after the system prefix a user
             message (on by default for every provider).
         recover_user: when the kept window starts with assistant or tool

@@ -15,11 +15,12 @@ from ctxcore.model.transactions import check_tool_pairing
 from ctxcore.render._input import coerce
 from ctxcore.render.anthropic import check_anthropic
 from ctxcore.render.openai import check_openai
+from ctxcore.render.openai_responses import check_responses
 
 __all__ = ["PROVIDERS", "TargetProvider", "validate_request"]
 
-TargetProvider = Literal["openai", "anthropic"]
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic")
+TargetProvider = Literal["openai", "anthropic", "openai-responses"]
+PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "openai-responses")
 
 
 def validate_request(messages: Iterable[Message | Mapping[str, Any]], provider: str = "openai") -> None:
@@ -35,7 +36,11 @@ def validate_request(messages: Iterable[Message | Mapping[str, Any]], provider: 
     (never a tool result), the current user message not blank (blank earlier
     turns are left out by the renderer), tool arguments a JSON object,
     ids matching ``[a-zA-Z0-9_-]+``, images only from the user or in tool results,
-    base64 images of a type Anthropic takes (``ANTHROPIC_IMAGE_TYPES``).
+    base64 images of a type Anthropic takes (``ANTHROPIC_IMAGE_TYPES``),
+    each server tool call with its result in the same assistant message.
+    OpenAI Responses: OpenAI's rules for messages without provider blocks.
+    Every provider: provider blocks of that provider's API only (an Anthropic
+    ``server_tool_use`` cannot go to OpenAI; the error names the block and the fix).
     """
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
@@ -43,5 +48,7 @@ def validate_request(messages: Iterable[Message | Mapping[str, Any]], provider: 
     check_tool_pairing(items)
     if provider == "openai":
         check_openai(items)
+    elif provider == "openai-responses":
+        check_responses(items)
     else:
         check_anthropic(items)

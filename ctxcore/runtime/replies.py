@@ -4,10 +4,14 @@ Accepted, as SDK objects or their dicts:
 
 - an OpenAI chat completion (its first choice), or a chat completion message;
 - an OpenAI Responses API response (``output`` items: ``message`` text and
-  ``function_call`` items become one assistant message; ``reasoning`` items are
-  not kept, since ctxcore cannot re-send encrypted reasoning);
+  ``function_call`` items become one assistant message; ``reasoning`` (with
+  its ``encrypted_content``), hosted tool calls, ``compaction`` and any other
+  item become provider blocks of it, re-sent byte-exact, see
+  :func:`ctxcore.model.responses_io.assistant_from_output`);
 - an Anthropic ``Message`` (or its dict): text, ``tool_use``, ``thinking`` and
-  ``redacted_thinking`` blocks, the thinking kept byte-exact for re-sending.
+  ``redacted_thinking`` blocks, the thinking kept byte-exact for re-sending;
+  server tool calls and results, MCP blocks, ``compaction`` and any other
+  block as provider blocks (docs/blocks.md).
 
 Keys of an OpenAI reply that only exist in responses (``annotations``) are
 dropped so the message can be sent back as a request message.
@@ -19,13 +23,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxcore.model.anthropic_io import message_from_anthropic
-from ctxcore.model.messages import Message, TextBlock, ToolCall
+from ctxcore.model.messages import Message
+from ctxcore.model.responses_io import assistant_from_output
 
 __all__ = ["message_from_reply"]
 
 # What an assistant message in a chat-completions request may carry.
 _OPENAI_ASSISTANT_KEYS = frozenset({"role", "content", "name", "tool_calls", "refusal", "audio", "function_call"})
-_ANTHROPIC_ONLY_BLOCKS = frozenset({"tool_use", "thinking", "redacted_thinking"})
+_ANTHROPIC_ONLY_BLOCKS = frozenset({
+    "tool_use", "thinking", "redacted_thinking", "server_tool_use", "mcp_tool_use", "compaction", "container_upload",
+})
 
 
 def message_from_reply(response: Any, **provenance: Any) -> Message:
@@ -64,19 +71,7 @@ def _is_anthropic(data: Mapping[str, Any]) -> bool:
 
 
 def _from_responses(data: Mapping[str, Any], provenance: dict[str, Any]) -> Message:
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    for i, item in enumerate(data["output"]):
-        item = _plain(item)
-        kind = item.get("type")
-        if kind == "message":
-            texts.extend(p["text"] for p in item.get("content") or [] if p.get("type") == "output_text")
-        elif kind == "function_call":
-            calls.append(ToolCall(id=item["call_id"], name=item["name"], arguments=item.get("arguments") or "{}"))
-        elif kind != "reasoning":
-            raise ValueError(f"output[{i}]: Responses output item {kind!r} is not supported (message, function_call, reasoning)")
-    content: Any = texts[0] if len(texts) == 1 else (tuple(TextBlock(text=t) for t in texts) if texts else None)
-    return Message(role="assistant", content=content, tool_calls=tuple(calls), **provenance)
+    return assistant_from_output(data["output"], **provenance)
 
 
 def _plain(value: Any) -> Any:

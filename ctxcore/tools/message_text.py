@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ctxcore.model.messages import ImageBlock, Message, TextBlock
+from ctxcore.model.messages import ImageBlock, Message, ProviderBlock, TextBlock
 from ctxcore.redaction import redact_text
 
 __all__ = ["message_text", "messages_by_id"]
@@ -35,6 +35,8 @@ def _content(m: Message) -> str:
             parts.append(block.text)
         elif isinstance(block, ImageBlock):
             parts.append("[image]")
+        elif isinstance(block, ProviderBlock):
+            parts.append(f"[{block.kind}]")
         else:
             parts.append(f"[{getattr(block, 'type', 'block')}]")
     return "\n".join(parts)

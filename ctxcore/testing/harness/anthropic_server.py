@@ -22,7 +22,14 @@ turn and no result without its call, tool ids unique, tools with ``name`` and an
 object ``input_schema``, at most 4 ``cache_control`` breakpoints, and thinking
 blocks returned unchanged: with ``thinking=True`` every reply starts with a
 ``thinking`` block whose ``signature`` the server checks when the block comes
-back (a changed byte is refused, as Anthropic refuses it).
+back (a changed byte is refused, as Anthropic refuses it). Server tools and
+compaction the same way: :func:`web_search_blocks` makes the
+``server_tool_use`` + ``web_search_tool_result`` pair a web-search turn
+returns (each result's ``encrypted_content`` signed) and
+:func:`compaction_block` a signed ``compaction`` block; the server refuses a
+``server_tool_use``/``mcp_tool_use`` without its result in the same assistant
+message, a result without its call, a changed ``encrypted_content`` or
+compaction ``signature``, and a ``compaction`` block outside an assistant turn.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["MAX_CACHE_BREAKPOINTS", "AnthropicReply", "MessagesServer"]
+from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS, unpaired_server_calls
+
+__all__ = ["MAX_CACHE_BREAKPOINTS", "AnthropicReply", "MessagesServer", "compaction_block", "web_search_blocks"]
 
 AnthropicReply = Callable[[dict[str, Any]], str | Sequence[Mapping[str, Any]]]
 """Makes each answer from the request body: the assistant's text or its content blocks."""
@@ -142,6 +151,26 @@ def sign(thinking: str) -> str:
     return base64.b64encode(hashlib.blake2b(thinking.encode(), key=_KEY, digest_size=24).digest()).decode()
 
 
+def web_search_blocks(call_id: str, query: str, results: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The ``server_tool_use`` and ``web_search_tool_result`` blocks of one web search (``results``: (url, title)).
+
+    Each result's ``encrypted_content`` is the stub's signature of its url and
+    title, checked when the block comes back, as Anthropic checks its own.
+    """
+    return [
+        {"type": "server_tool_use", "id": call_id, "name": "web_search", "input": {"query": query}},
+        {"type": "web_search_tool_result", "tool_use_id": call_id, "content": [
+            {"type": "web_search_result", "url": url, "title": title, "encrypted_content": sign(url + title),
+             "page_age": None} for url, title in results
+        ]},
+    ]
+
+
+def compaction_block(summary: str) -> dict[str, Any]:
+    """A ``compaction`` block as the API returns it: the summary and its signature (checked when it comes back)."""
+    return {"type": "compaction", "content": summary, "signature": sign(summary)}
+
+
 def wire_problem(body: Mapping[str, Any]) -> str | None:
     """The first Anthropic wire rule ``body`` breaks, as the API words it, or ``None``."""
     messages = body.get("messages")
@@ -188,6 +217,8 @@ def _user_problem(i: int, blocks: list[Any], pending: set[str]) -> str | None:
     """Tool results first, each answering a pending tool_use, and none left pending."""
     answered = 0
     for k, b in enumerate(blocks):
+        if b.get("type") == "compaction":
+            return f"messages.{i}.content.{k}: `compaction` blocks are only allowed in assistant messages"
         if b.get("type") != "tool_result":
             continue
         if k != answered:
@@ -202,8 +233,15 @@ def _user_problem(i: int, blocks: list[Any], pending: set[str]) -> str | None:
 
 
 def _assistant_problem(i: int, blocks: list[Any], pending: set[str], seen: set[str]) -> str | None:
-    """Unique tool_use ids with object inputs, signed thinking, no images or documents."""
+    """Unique tool_use ids with object inputs, signed thinking, no images or documents, server tools paired."""
+    unpaired = unpaired_server_calls(blocks)
+    if unpaired:
+        return (f"messages.{i}: `server_tool_use` block with id `{unpaired[0]}` was found without a corresponding "
+                "result block in the same assistant message")
     for k, b in enumerate(blocks):
+        problem = _signed_problem(i, k, b, blocks)
+        if problem:
+            return problem
         kind = b.get("type")
         if kind == "tool_use":
             if b.get("id") in seen:
@@ -216,6 +254,22 @@ def _assistant_problem(i: int, blocks: list[Any], pending: set[str], seen: set[s
             return f"messages.{i}.content.{k}: Invalid `signature` in `thinking` block"
         elif kind in ("image", "document"):
             return f"messages.{i}.content.{k}: {kind} blocks are only allowed in user messages"
+    return None
+
+
+def _signed_problem(i: int, k: int, b: Mapping[str, Any], blocks: list[Any]) -> str | None:
+    """A signed block changed since the stub made it, or a server tool result with no call before it."""
+    kind = b.get("type")
+    if kind == "compaction" and b.get("content") is not None and b.get("signature") != sign(str(b.get("content"))):
+        return f"messages.{i}.content.{k}: Invalid `signature` in `compaction` block"
+    if kind == "web_search_tool_result" and isinstance(b.get("content"), list):
+        for r in b["content"]:
+            if r.get("encrypted_content") != sign(f"{r.get('url')}{r.get('title')}"):
+                return f"messages.{i}.content.{k}: Invalid `encrypted_content` in `web_search_result` block"
+    if kind in ANTHROPIC_RESULT_KINDS or kind == "mcp_tool_result":
+        calls = {c.get("id") for c in blocks[:k] if c.get("type") in ("server_tool_use", "mcp_tool_use")}
+        if b.get("tool_use_id") not in calls:
+            return f"messages.{i}.content.{k}: `{kind}` block has no `server_tool_use` block with id `{b.get('tool_use_id')}` before it"
     return None
 
 

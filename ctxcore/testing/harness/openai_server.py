@@ -16,9 +16,12 @@ recorded, so a test asserts on what was really sent::
 ``reply(body)`` returns the assistant's text, or a whole assistant message dict (with
 ``tool_calls`` to make the "model" call tools). ``POST /v1/responses`` speaks the
 Responses API the same way: ``reply`` gets the request body (``input`` items) and its
-answer becomes the response's ``output`` items (``message`` text, ``function_call``
-per tool call); a ``function_call_output`` whose ``call_id`` no earlier
-``function_call`` has is refused with a 400. A request with ``"stream": true`` (on
+answer becomes the response's ``output`` items (an answer dict's ``output``
+list of raw items first: hosted tool calls, ``compaction``..., then ``message``
+text, then a ``function_call`` per tool call); the input rules of
+:mod:`ctxcore.testing.harness.responses_rules` (a ``function_call_output``
+answering no call, reasoning split from its item or changed, an
+``mcp_approval_response`` answering no request) are refused with a 400. A request with ``"stream": true`` (on
 either route) gets the same answer as ``text/event-stream`` server-sent events, the
 real API's event sequence (``response.created`` ... ``response.completed`` on
 ``/v1/responses``; ``chat.completion.chunk`` objects ending in ``data: [DONE]`` on chat
@@ -44,6 +47,7 @@ from typing import Any
 from ctxcore.errors import InvalidHistory
 from ctxcore.render import validate_request
 from ctxcore.testing.harness.openai_sse import chat_chunks, response_events, sse
+from ctxcore.testing.harness.responses_rules import reasoning_item, responses_input_problem
 
 __all__ = ["ChatServer", "Reply"]
 
@@ -63,6 +67,8 @@ class ChatServer:
         context_window: refuse a prompt longer than this many tokens (``count`` measures it).
         count: ``count(body) -> int``, the prompt tokens of a request body; also reported
             as ``usage.prompt_tokens``.
+        reasoning: start every Responses answer with an encrypted ``reasoning`` item,
+            which must come back unchanged and before the item it led to.
     """
 
     def __init__(
@@ -72,6 +78,7 @@ class ChatServer:
         validate: bool = False,
         context_window: int | None = None,
         count: Callable[[dict[str, Any]], int] | None = None,
+        reasoning: bool = False,
     ) -> None:
         if context_window is not None and count is None:
             raise ValueError("ChatServer: context_window needs count, the function that measures a request")
@@ -81,6 +88,8 @@ class ChatServer:
         self.validate = validate
         self.context_window = context_window
         self.count = count
+        self.reasoning = reasoning
+        self._reasoning_of: dict[str, str] = {}  # output item id -> the reasoning item it must come back with
         self.status = 200
         self.hang = threading.Event()  # set: requests wait (until the server stops) and never answer in time
         self._release = threading.Event()
@@ -155,23 +164,16 @@ class ChatServer:
         items = body.get("input")
         if not isinstance(items, (list, str)) or not items:
             return 400, _error("'input' must be a non-empty string or array", "invalid_request_error", param="input")
-        calls: set[str] = set()
-        for i, item in enumerate(items if isinstance(items, list) else []):
-            if item.get("type") == "function_call":
-                calls.add(item.get("call_id"))
-            elif item.get("type") == "function_call_output" and item.get("call_id") not in calls:
-                return 400, _error(f"No tool call found for function call output with call_id {item.get('call_id')}.",
-                                   "invalid_request_error", param=f"input[{i}]")
+        problem = responses_input_problem(items if isinstance(items, list) else [], self._reasoning_of)
+        if problem is not None:
+            return 400, _error(problem[1], "invalid_request_error", param=problem[0])
         made = self.reply(body)
         message = {"content": made} if isinstance(made, str) else dict(made)
-        output: list[dict[str, Any]] = []
         self._calls += 1
-        if message.get("content"):
-            output.append({"type": "message", "id": f"msg_{self._calls}", "role": "assistant", "status": "completed",
-                           "content": [{"type": "output_text", "text": message["content"], "annotations": []}]})
-        for k, c in enumerate(message.get("tool_calls") or []):
-            output.append({"type": "function_call", "id": f"fc_{self._calls}_{k}", "call_id": c["id"],
-                           "name": c["function"]["name"], "arguments": c["function"]["arguments"], "status": "completed"})
+        output = self._output(message)
+        if self.reasoning:
+            output.insert(0, reasoning_item(f"rs_{self._calls}"))
+            self._reasoning_of.update({o["id"]: f"rs_{self._calls}" for o in output[1:2] if "id" in o})
         return 200, {
             "id": f"resp_test_{self._calls}", "object": "response", "created_at": int(time.time()), "status": "completed",
             "model": body.get("model") or "stub", "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
@@ -179,6 +181,18 @@ class ChatServer:
             "usage": {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20,
                       "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
         }
+
+
+    def _output(self, message: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The output items of one answer: its raw ``output`` items, then its text, then its function calls."""
+        output: list[dict[str, Any]] = [dict(o) for o in message.get("output") or []]
+        if message.get("content"):
+            output.append({"type": "message", "id": f"msg_{self._calls}", "role": "assistant", "status": "completed",
+                           "content": [{"type": "output_text", "text": message["content"], "annotations": []}]})
+        for k, c in enumerate(message.get("tool_calls") or []):
+            output.append({"type": "function_call", "id": f"fc_{self._calls}_{k}", "call_id": c["id"],
+                           "name": c["function"]["name"], "arguments": c["function"]["arguments"], "status": "completed"})
+        return output
 
 
 def _error(message: str, kind: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:

@@ -15,7 +15,17 @@ from ctxcore import TextBlock
 from ctxcore_providers._markers import OPEN_MARKER, has_marker, neutralize_markers, strip_runtime_blocks
 
 # Block types only Anthropic messages have (OpenAI chat parts are text, image_url, file).
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"})
+_ANTHROPIC_BLOCKS = frozenset({
+    "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document", "server_tool_use",
+    "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result", "tool_search_tool_result", "mcp_tool_use", "mcp_tool_result",
+    "container_upload", "search_result", "compaction",
+})
+# Responses output items that belong to the model turn of the function calls after them (one message together).
+_TURN_ITEMS = frozenset({
+    "function_call", "reasoning", "web_search_call", "file_search_call", "code_interpreter_call",
+    "image_generation_call", "mcp_call", "mcp_list_tools", "mcp_approval_request", "compaction",
+})
 # Content part types only Responses input messages have.
 _RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file", "refusal"})
 
@@ -43,8 +53,12 @@ def item_format(item: Mapping[str, Any]) -> str:
 
 
 def is_call(item: Any) -> bool:
-    """Whether a stored item is a Responses ``function_call`` input item (a run of them makes one message)."""
-    return type(item) is dict and item.get("type") == "function_call"
+    """Whether a stored item is a Responses ``function_call`` or another output item of the model's turn.
+
+    A run of them makes one message, so a ``reasoning`` item and the function
+    call it led to are never split (the API refuses one without the other).
+    """
+    return type(item) is dict and item.get("type") in _TURN_ITEMS
 
 
 # Values a private copy may share with the original: nothing can change them in place.

@@ -358,7 +358,7 @@ class History:
         return [m.model_copy(update={"id": sub_id(base, k)}) for k, m in enumerate(made)]
 
     def _run(self, items: Sequence[Any], start: int, stop: int) -> Message:
-        """The one assistant message of the Responses ``function_call`` items ``items[start:stop]``."""
+        """The one assistant message of the Responses output items (function calls, reasoning...) ``items[start:stop]``."""
         run = items[start:stop]
         try:
             made = messages_from_responses(run)
