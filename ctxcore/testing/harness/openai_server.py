@@ -17,7 +17,9 @@ recorded, so a test asserts on what was really sent::
 ``tool_calls`` to make the "model" call tools). ``POST /v1/responses`` speaks the
 Responses API the same way: ``reply`` gets the request body (``input`` items) and its
 answer becomes the response's ``output`` items (``message`` text, ``function_call``
-per tool call); a ``function_call_output`` whose ``call_id`` no earlier
+per tool call), and ``POST /v1/responses/input_tokens`` answers
+``responses.input_tokens.count()`` with a ``response.input_tokens`` object
+(``count(body)`` when given, else :func:`stub_token_count`); a ``function_call_output`` whose ``call_id`` no earlier
 ``function_call`` has is refused with a 400. A request with ``"stream": true`` (on
 either route) gets the same answer as ``text/event-stream`` server-sent events, the
 real API's event sequence (``response.created`` ... ``response.completed`` on
@@ -45,7 +47,7 @@ from ctxcore.errors import InvalidHistory
 from ctxcore.render import validate_request
 from ctxcore.testing.harness.openai_sse import chat_chunks, response_events, sse
 
-__all__ = ["ChatServer", "Reply"]
+__all__ = ["ChatServer", "Reply", "stub_token_count"]
 
 Reply = Callable[[dict[str, Any]], str | Mapping[str, Any]]
 """Makes each answer from the request body: the assistant's text or a whole assistant message."""
@@ -105,10 +107,13 @@ class ChatServer:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The HTTP status and JSON payload for one request (the handler sends them)."""
-        if path not in ("/v1/chat/completions", "/v1/responses"):
+        if path not in ("/v1/chat/completions", "/v1/responses", "/v1/responses/input_tokens"):
             return 404, _error(f"no route {path}", "invalid_request_error")
         if self.status != 200:
             return self.status, _error("model overloaded", "server_error")
+        if path == "/v1/responses/input_tokens":  # responses.input_tokens.count()
+            tokens = self.count(body) if self.count is not None else stub_token_count(body.get("input"), body.get("tools"))
+            return 200, {"object": "response.input_tokens", "input_tokens": tokens}
         if path == "/v1/responses":
             return self._responses(body)
         messages = body.get("messages")
@@ -179,6 +184,12 @@ class ChatServer:
             "usage": {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20,
                       "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}},
         }
+
+
+def stub_token_count(*parts: Any) -> int:
+    """The stubs' token count of a request's parts: a quarter of their JSON's characters, rounded up (deterministic)."""
+    size = sum(len(json.dumps(p, sort_keys=True)) for p in parts if p is not None)
+    return -(-size // 4)
 
 
 def _error(message: str, kind: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:
