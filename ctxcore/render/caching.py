@@ -208,16 +208,16 @@ def cache_marks(body: Mapping[str, Any]) -> list[tuple[str, int, int, Mapping[st
         if isinstance(items, list):
             out += [(part, i, -1, b["cache_control"]) for i, b in enumerate(items) if _marked(b)]
     for k, m in enumerate(body.get("messages") or []):
-        content = m.get("content") if isinstance(m, Mapping) else None
+        content = m.get("content") if isinstance(m, dict) else None
         if isinstance(content, list):
-            out += [("messages", k, j, b["cache_control"]) for j, b in enumerate(content) if _marked(b)]
-    if isinstance(body.get("cache_control"), Mapping):
+            out += [("messages", k, j, b["cache_control"]) for j, b in enumerate(content) if "cache_control" in b and _marked(b)]
+    if isinstance(body.get("cache_control"), dict):
         out.append(("top_level", -1, -1, body["cache_control"]))
     return out
 
 
 def _marked(block: Any) -> bool:
-    return isinstance(block, Mapping) and isinstance(block.get("cache_control"), Mapping)
+    return isinstance(block, dict) and isinstance(block.get("cache_control"), dict)
 
 
 def ttl_problem(body: Mapping[str, Any]) -> str | None:
@@ -250,9 +250,10 @@ def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tup
     them and 5m when a 5m mark precedes them (a caller's own marks are left as
     they are). Why here: only the rendered body shows every mark the API counts.
     """
+    caller = len(cache_marks(body))
     if plan.top_level:
         body["cache_control"] = _control(plan.ttl)
-    slots = MAX_BREAKPOINTS - len(cache_marks(body))
+    slots = MAX_BREAKPOINTS - caller - plan.top_level
     placed: list[tuple[str, int, int]] = []
     for part, index in plan.by_value():
         if len(placed) >= slots:
@@ -262,7 +263,8 @@ def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tup
             placed.append(where)
     for where in placed:
         _block_at(body, where)["cache_control"] = _control(plan.prefix_ttl if where[0] != "messages" else plan.ttl)
-    _order_ttls(body, set(placed))
+    if caller:  # the plan's own marks are in order by construction (prefix_ttl >= ttl)
+        _order_ttls(body, set(placed) | ({("top_level", -1, -1)} if plan.top_level else set()))
 
 
 def _control(ttl: str) -> dict[str, Any]:
@@ -272,6 +274,8 @@ def _control(ttl: str) -> dict[str, Any]:
 
 def _block_at(body: Mapping[str, Any], where: tuple[str, int, int]) -> dict[str, Any]:
     part, index, block = where
+    if part == "top_level":
+        return body  # type: ignore[return-value]
     if part == "messages":
         return body["messages"][index]["content"][block]  # type: ignore[no-any-return]
     return body[part][index]  # type: ignore[no-any-return]
