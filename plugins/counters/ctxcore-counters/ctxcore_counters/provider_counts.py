@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore import Message, MessageCounter, ai, human, to_anthropic, to_openai_responses
+from ctxcore import Message, MessageCounter, ai, human, to_anthropic, to_openai_responses, tool
 from ctxcore.kit import ToolCall
 
 __all__ = ["AnthropicCountCounter", "OpenAICountCounter", "ProviderCountConfig", "ProviderCountError"]
@@ -80,8 +80,8 @@ class _ProviderCounter(MessageCounter):
         if key in self._counts:
             self._counts.move_to_end(key)
             return self._counts[key]
-        context = _context_for(message)
-        value = max(self._request(context + [message], ()) - self._baseline(context), 0)
+        before, after, base = _context_for(message)
+        value = max(self._request(before + [message] + after, ()) - self._baseline(base), 0)
         self._counts[key] = value
         if len(self._counts) > CACHE_SIZE:
             self._counts.popitem(last=False)
@@ -119,13 +119,22 @@ class _ProviderCounter(MessageCounter):
         raise NotImplementedError
 
 
-def _context_for(message: Message) -> list[Message]:
-    """The smallest legal request context before ``message``: a user turn, and the call a tool result answers."""
+def _context_for(message: Message) -> tuple[list[Message], list[Message], list[Message]]:
+    """The smallest legal request around ``message`` (before, after) and the request to subtract.
+
+    A user turn ``"."`` starts every request. An assistant message with tool
+    calls is followed by an empty result per call (their wrappers count with
+    the calls); a tool result is preceded by its call and measured against an
+    empty result, so a call and its result add up to the pair's count.
+    """
     start = human(".")
     if message.role == "tool":
-        call = ToolCall(id=message.tool_call_id or "call_0", name=message.name or "tool", arguments="{}")
-        return [start, ai("", tool_calls=[call])]
-    return [start]
+        call_id = message.tool_call_id or "call_0"
+        call = ai("", tool_calls=[ToolCall(id=call_id, name=message.name or "tool", arguments="{}")])
+        return [start, call], [], [start, call, tool("", tool_call_id=call_id)]
+    if message.role == "assistant" and message.tool_calls:
+        return [start], [tool("", tool_call_id=c.id) for c in message.tool_calls], [start]
+    return [start], [], [start]
 
 
 class AnthropicCountCounter(_ProviderCounter):
