@@ -4,13 +4,6 @@ from __future__ import annotations
 
 import pytest
 from anthropic import Anthropic
-from openai import OpenAI
-
-from ctxcore import ai, human, system, tool
-from ctxcore.kit import ToolCall
-from ctxcore.plugins.host import default_host
-from ctxcore.testing.harness.anthropic_server import MessagesServer
-from ctxcore.testing.harness.openai_server import ChatServer
 from ctxcore_counters.provider_counts import (
     AnthropicCountCounter,
     OpenAICountCounter,
@@ -18,6 +11,13 @@ from ctxcore_counters.provider_counts import (
     ProviderCountError,
     anthropic_client,
 )
+from openai import OpenAI
+
+from ctxcore import ai, human, system, tool
+from ctxcore.kit import ToolCall
+from ctxcore.plugins.host import default_host
+from ctxcore.testing.harness.anthropic_server import MessagesServer
+from ctxcore.testing.harness.openai_server import ChatServer
 
 MESSAGES = [
     system("You are terse."),
