@@ -357,7 +357,8 @@ class ContextBuilder(OutputSteps):
             report.notes.append(
                 f"cache: {cache.count} cache_control breakpoint(s); {cache.reused} leading message(s) as in the previous build"
             )
-        built = BuiltContext(messages=tuple(messages), report=report, tools=tools, cache=cache)
+        report.notes.extend(self.target.server_notes())
+        built = BuiltContext(messages=tuple(messages), report=report, tools=tools, cache=cache, target=self.target, thread=thread)
         self._notify(built)
         return built
 

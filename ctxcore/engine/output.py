@@ -25,7 +25,7 @@ from ctxcore.errors import InvalidHistory
 from ctxcore.model.messages import Message
 from ctxcore.model.transactions import check_tool_pairing, legal_start
 from ctxcore.render import validate_request
-from ctxcore.render.caching import CachePlan, min_cacheable_tokens, plan_anthropic_cache
+from ctxcore.render.caching import CachePlan
 from ctxcore.render.openai import check_openai_message
 from ctxcore.render.repair import RepairCache, repair_past
 from ctxcore.render.target import TargetSpec
@@ -195,7 +195,7 @@ class OutputSteps:
     ) -> CachePlan | None:
         """Anthropic breakpoints for ``cache: auto``: one pass over the output's fingerprints (cached per message)."""
         target = self.target
-        if target.provider != "anthropic" or target.cache != "auto":
+        if target.provider != "anthropic" or target.cache == "off":
             return None
         system = tuple(m.fingerprint for m in messages if m.role == "system")
         rest = tuple(m.fingerprint for m in messages if m.role != "system")
@@ -209,5 +209,4 @@ class OutputSteps:
         self._sent[thread] = (system, rest)
         if len(self._sent) > 1024:  # remember the most recent threads only
             self._sent.popitem(last=False)
-        minimum = target.cache_min_tokens or min_cacheable_tokens(target.model)
-        return plan_anthropic_cache([m.role for m in messages], tokens, tool_tokens, has_tools, reused, minimum)
+        return target.cache_plan(messages, tokens, tool_tokens, has_tools, reused)

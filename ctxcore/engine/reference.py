@@ -36,7 +36,7 @@ from ctxcore.model.blocks import before_compaction
 from ctxcore.model.messages import Message
 from ctxcore.model.transactions import check_tool_pairing, legal_start, sanitize_tool_call_history
 from ctxcore.render import validate_request
-from ctxcore.render.caching import CachePlan, min_cacheable_tokens, plan_anthropic_cache
+from ctxcore.render.caching import CachePlan
 from ctxcore.render.repair import repair_past
 
 __all__ = ["reference_build", "reference_of"]
@@ -252,16 +252,14 @@ class _Build:
             report.notes.append(
                 f"cache: {cache.count} cache_control breakpoint(s); {cache.reused} leading message(s) as in the previous build"
             )
-        return BuiltContext(messages=tuple(messages), report=report, tools=tools, cache=cache)
+        report.notes.extend(self.builder.target.server_notes())
+        return BuiltContext(messages=tuple(messages), report=report, tools=tools, cache=cache, target=self.builder.target,
+                            thread=self.runtime.get("thread_id"))
 
     def _cache_plan(self, messages: list[Message], tokens: list[int], tool_tokens: int, has_tools: bool) -> CachePlan | None:
         """Anthropic breakpoints for ``cache: auto``, reusing the leading messages ``previous`` sent as they are."""
-        target = self.builder.target
-        if target.provider != "anthropic" or target.cache != "auto":
-            return None
         reused = _leading_reused(self.previous.messages, messages) if self.previous is not None else 0
-        minimum = target.cache_min_tokens or min_cacheable_tokens(target.model)
-        return plan_anthropic_cache([m.role for m in messages], tokens, tool_tokens, has_tools, reused, minimum)
+        return self.builder.target.cache_plan(messages, tokens, tool_tokens, has_tools, reused)
 
     def _failed(self, step: Step, kind: str, exc: BaseException, started: float) -> None:
         """Raise for a required component; record an optional one as skipped."""

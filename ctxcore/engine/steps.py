@@ -17,6 +17,8 @@ from ctxcore.engine.report import BuildReport
 from ctxcore.model.messages import Message
 from ctxcore.render import to_anthropic, to_openai_responses
 from ctxcore.render.caching import CachePlan
+from ctxcore.render.request import anthropic_request, openai_responses_request
+from ctxcore.render.target import TargetSpec
 
 __all__ = ["BuiltContext", "Step", "coerce_messages", "register_preset_factories"]
 
@@ -64,18 +66,34 @@ class BuiltContext:
     tools: tuple[Mapping[str, Any], ...] = ()
     #: the Anthropic ``cache_control`` breakpoints (``target.cache: auto``), or ``None``.
     cache: CachePlan | None = None
+    #: the request rules of the build, whose request-level keys (context management,
+    #: OpenAI prompt-cache settings) the renderers below add; ``None`` adds none.
+    target: TargetSpec | None = field(default=None, repr=False)
+    #: the runtime ``thread_id`` of the build (the default OpenAI ``prompt_cache_key``).
+    thread: Any = None
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The messages as OpenAI chat-completions dicts (send ``tools`` alongside as given)."""
         return [m.to_openai() for m in self.messages]
 
     def to_openai_responses(self) -> dict[str, Any]:
-        """The OpenAI Responses API body: ``input`` items, and ``tools`` when the build has any."""
-        return to_openai_responses(self.messages, self.tools)
+        """The OpenAI Responses API body: ``input`` items, ``tools`` when the build has any, and the target's request keys.
+
+        With a target: ``prompt_cache_key`` (the target's or the thread id),
+        ``prompt_cache_options``, ``context_management`` (server compaction) and
+        ``prompt_cache_breakpoint`` marks for models that take them (docs/caching.md).
+        """
+        body = to_openai_responses(self.messages, self.tools)
+        return openai_responses_request(body, self.target, self.thread) if self.target is not None else body
 
     def to_anthropic(self) -> dict[str, Any]:
-        """The Anthropic Messages API body: ``system`` blocks, alternating ``messages``, and ``tools`` when any."""
-        return to_anthropic(self.messages, self.tools, self.cache)
+        """The Anthropic Messages API body: ``system`` blocks, alternating ``messages``, and ``tools`` when any.
+
+        With ``target.context_management`` edits the body also carries
+        ``context_management`` and ``betas``: send it with ``client.beta.messages.create``.
+        """
+        body = to_anthropic(self.messages, self.tools, self.cache)
+        return anthropic_request(body, self.target) if self.target is not None else body
 
 
 def coerce_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:

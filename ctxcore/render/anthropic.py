@@ -18,7 +18,7 @@ from ctxcore.model.anthropic_io import ANTHROPIC_EXTRA_KEY, raw_anthropic_conten
 from ctxcore.model.blocks import ProviderBlock, foreign_block, foreign_block_error, unpaired_server_calls
 from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock
 from ctxcore.render._input import coerce, content_kinds
-from ctxcore.render.caching import CachePlan
+from ctxcore.render.caching import CachePlan, mark_anthropic
 
 __all__ = ["ANTHROPIC_IMAGE_TYPES", "anthropic_tools", "check_anthropic", "to_anthropic"]
 
@@ -47,7 +47,9 @@ def to_anthropic(
     signatures). ``tools`` (OpenAI function tools or Anthropic tools) become
     Anthropic tools, see :func:`anthropic_tools`; the key is left out when there are none.
     ``cache`` (the plan of ``target.cache: auto``, see :mod:`ctxcore.render.caching`)
-    marks its blocks with ``cache_control: {"type": "ephemeral"}``.
+    marks its blocks with ``cache_control: {"type": "ephemeral"}`` (with
+    ``"ttl": "1h"`` for 1-hour breakpoints), within the 4-breakpoint cap that
+    counts the caller's own marks (:func:`ctxcore.render.caching.mark_anthropic`).
     """
     items = coerce(messages)
     system, rendered, _, ends = _render_anthropic(items)
@@ -57,34 +59,8 @@ def to_anthropic(
     if tools:
         body["tools"] = anthropic_tools(tools)
     if cache is not None:
-        _mark_cache(body, cache, ends)
+        mark_anthropic(body, cache, ends)
     return body
-
-
-_EPHEMERAL = {"type": "ephemeral"}
-_NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})  # Anthropic refuses cache_control on these
-
-
-def _mark_cache(body: dict[str, Any], plan: CachePlan, ends: dict[int, tuple[int, int]]) -> None:
-    """Put ``cache_control`` on the blocks ``plan`` names (the last block each message rendered to)."""
-    if plan.tools and body.get("tools"):
-        body["tools"][-1]["cache_control"] = dict(_EPHEMERAL)
-    if plan.system and body.get("system"):
-        body["system"][-1]["cache_control"] = dict(_EPHEMERAL)
-    rendered = body["messages"]
-    for index in plan.messages:
-        where = max((k for k in ends if k <= index), default=None)
-        if where is None:
-            continue
-        turn, block = ends[where]
-        if turn >= len(rendered):  # the final assistant turn was stripped
-            continue
-        content = rendered[turn]["content"]
-        block = min(block, len(content) - 1)
-        while block >= 0 and content[block]["type"] in _NOT_CACHEABLE:
-            block -= 1
-        if block >= 0:
-            content[block]["cache_control"] = dict(_EPHEMERAL)
 
 
 def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

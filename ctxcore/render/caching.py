@@ -13,26 +13,47 @@ of value:
    of the history;
 4. the end of the tools, which survives a changed system prompt;
 
-leaving out any whose prefix is below the minimum, merging those that fall on
-the same place, and keeping at most :data:`MAX_BREAKPOINTS`.
+leaving out any whose prefix is below the minimum and merging those that fall on
+the same place. :func:`mark_anthropic` then puts them on the rendered body
+within the API's rules: at most :data:`MAX_BREAKPOINTS` marks counting the
+caller's own and the top-level automatic one (the least valuable are left out),
+and no ``1h`` breakpoint after a ``5m`` one. Placement depends only on the
+request and the previous build of the thread, so a breakpoint stays on the same
+block from turn to turn while the prefix before it is unchanged (the previous
+end becomes this request's reused-prefix mark).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 __all__ = [
     "ANTHROPIC_MIN_CACHEABLE",
     "DEFAULT_MIN_CACHEABLE",
     "MAX_BREAKPOINTS",
+    "NOT_CACHEABLE",
+    "TTL_ORDER",
     "CachePlan",
+    "CacheTTL",
+    "cache_marks",
+    "mark_anthropic",
     "min_cacheable_tokens",
     "plan_anthropic_cache",
+    "ttl_problem",
 ]
 
-#: the most blocks one Messages API request may mark with ``cache_control``.
+#: the most blocks one Messages API request may mark with ``cache_control`` (the top-level one included).
 MAX_BREAKPOINTS = 4
+#: how many blocks before a breakpoint Anthropic looks for an earlier cached prefix.
+ANTHROPIC_LOOKBACK = 20
+#: a breakpoint's lifetime: Anthropic's ``ttl`` values.
+CacheTTL = Literal["5m", "1h"]
+#: longer lifetimes rank higher; a breakpoint may not outlive one before it.
+TTL_ORDER: dict[str, int] = {"5m": 0, "1h": 1}
+#: block types Anthropic refuses ``cache_control`` on (they are cached as part of the prefix).
+NOT_CACHEABLE = frozenset({"thinking", "redacted_thinking"})
 
 #: minimum cacheable prompt length (tokens of the prefix up to a breakpoint) by model-name prefix;
 #: the longest matching prefix wins. From Anthropic's prompt-caching documentation (docs/caching.md).
@@ -77,6 +98,14 @@ class CachePlan:
         tools: mark the last tool definition.
         reused: leading non-system messages identical to the previous build of the thread.
         min_tokens: the minimum cacheable length that was applied.
+        ttl: the lifetime of the message breakpoints (``"5m"`` or ``"1h"``).
+        prefix_ttl: the lifetime of the system and tools breakpoints; never
+            shorter than ``ttl`` (Anthropic wants 1h breakpoints before 5m ones).
+        top_level: the end of the request is cached by the top-level automatic
+            ``cache_control`` instead of an explicit mark (it takes one of the 4 slots).
+        end: the message index of the end-of-request breakpoint, or ``None``.
+        reused_near: the reused-prefix breakpoint is within the 20-block lookback
+            of the end breakpoint, so the end breakpoint alone would also read it.
     """
 
     messages: tuple[int, ...] = ()
@@ -84,11 +113,32 @@ class CachePlan:
     tools: bool = False
     reused: int = 0
     min_tokens: int = DEFAULT_MIN_CACHEABLE
+    ttl: CacheTTL = "5m"
+    prefix_ttl: CacheTTL = "5m"
+    top_level: bool = False
+    end: int | None = None
+    reused_near: bool = False
 
     @property
     def count(self) -> int:
-        """How many ``cache_control`` blocks the request carries."""
-        return len(self.messages) + self.system + self.tools
+        """How many breakpoints the request carries (the top-level one included)."""
+        return len(self.messages) + self.system + self.tools + self.top_level
+
+    def by_value(self) -> list[tuple[str, int]]:
+        """The explicit breakpoints from most to least valuable: ``("messages", index)``, ``("system", -1)``, ``("tools", -1)``.
+
+        The end of the request first (the next turn reads it), then the reused
+        prefix when the end cannot reach it through the 20-block lookback, the
+        system prompt, the tools, and last a reused prefix the end already reaches.
+        """
+        reused = [i for i in self.messages if i != self.end]
+        order: list[tuple[str, int]] = [("messages", self.end)] if self.end in self.messages else []
+        if not self.reused_near:
+            order += [("messages", i) for i in reused]
+        order += [("system", -1)] * self.system + [("tools", -1)] * self.tools
+        if self.reused_near:
+            order += [("messages", i) for i in reused]
+        return order
 
 
 def plan_anthropic_cache(
@@ -98,12 +148,23 @@ def plan_anthropic_cache(
     has_tools: bool,
     reused: int,
     min_tokens: int,
+    *,
+    blocks: Sequence[int] | None = None,
+    ttl: CacheTTL = "5m",
+    prefix_ttl: CacheTTL | None = None,
+    top_level: bool = False,
 ) -> CachePlan:
     """The breakpoints for a request of messages with ``roles`` and ``tokens`` (see the module doc).
 
     ``reused`` is how many leading non-system messages equal the previous
-    build's (0 when the system prompt changed or there is none).
+    build's (0 when the system prompt changed or there is none). ``blocks``
+    gives how many content blocks each message renders to (1 each when not
+    given), for the 20-block lookback. With ``top_level`` the end of the
+    request is left to the top-level ``cache_control``.
     """
+    prefix_ttl = prefix_ttl or ttl
+    if TTL_ORDER[prefix_ttl] < TTL_ORDER[ttl]:
+        raise ValueError(f"cache breakpoints: a {ttl} breakpoint cannot follow a {prefix_ttl} one (1h breakpoints come first)")
     system_tokens = sum(t for r, t in zip(roles, tokens, strict=True) if r == "system")
     has_system = any(r == "system" for r in roles)
     rest = [i for i, r in enumerate(roles) if r != "system"]
@@ -113,12 +174,148 @@ def plan_anthropic_cache(
         prefix += tokens[i]
         cumulative.append(prefix)
     chosen: list[int] = []
-    if rest and cumulative[-1] >= min_tokens:
+    end = None
+    if rest and cumulative[-1] >= min_tokens and not top_level:
         chosen.append(len(rest) - 1)
-    if 0 < reused <= len(rest) and cumulative[reused - 1] >= min_tokens and reused - 1 not in chosen:
+        end = rest[-1]
+    if 0 < reused <= len(rest) and cumulative[reused - 1] >= min_tokens and reused - 1 not in chosen and (
+        not top_level or reused < len(rest)
+    ):
         chosen.append(reused - 1)
+    near = False
+    if 0 < reused < len(rest):
+        counts = blocks if blocks is not None else [1] * len(roles)
+        near = sum(counts[i] for i in rest[reused:]) <= ANTHROPIC_LOOKBACK
     system = has_system and tool_tokens + system_tokens >= min_tokens
     tools = has_tools and tool_tokens >= min_tokens  # at most 2 + 1 + 1 = MAX_BREAKPOINTS in all
     return CachePlan(
         messages=tuple(sorted(rest[k] for k in chosen)), system=system, tools=tools, reused=reused, min_tokens=min_tokens,
+        ttl=ttl, prefix_ttl=prefix_ttl, top_level=top_level, end=end, reused_near=near,
     )
+
+
+def cache_marks(body: Mapping[str, Any]) -> list[tuple[str, int, int, Mapping[str, Any]]]:
+    """Every ``cache_control`` of an Anthropic body in the provider's order (tools, system, messages).
+
+    Each is ``(part, index, block, cache_control)``: ``("tools", i, -1, ...)``,
+    ``("system", i, -1, ...)``, ``("messages", turn, block, ...)``; the
+    top-level automatic one, which marks the last cacheable block, comes last
+    as ``("top_level", -1, -1, ...)``.
+    """
+    out: list[tuple[str, int, int, Mapping[str, Any]]] = []
+    for part in ("tools", "system"):
+        items = body.get(part)
+        if isinstance(items, list):
+            out += [(part, i, -1, b["cache_control"]) for i, b in enumerate(items) if _marked(b)]
+    for k, m in enumerate(body.get("messages") or []):
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):
+            out += [("messages", k, j, b["cache_control"]) for j, b in enumerate(content) if "cache_control" in b and _marked(b)]
+    if isinstance(body.get("cache_control"), dict):
+        out.append(("top_level", -1, -1, body["cache_control"]))
+    return out
+
+
+def _marked(block: Any) -> bool:
+    return isinstance(block, dict) and isinstance(block.get("cache_control"), dict)
+
+
+def ttl_problem(body: Mapping[str, Any]) -> str | None:
+    """Anthropic's ordering rule on a body: a ``1h`` breakpoint after a ``5m`` one is refused (the message says where)."""
+    seen_short: tuple[str, int, int] | None = None
+    for part, index, block, control in cache_marks(body):
+        ttl = control.get("ttl", "5m")
+        if ttl == "5m" and seen_short is None:
+            seen_short = (part, index, block)
+        elif ttl == "1h" and seen_short is not None:
+            return (f"cache_control: a ttl='1h' breakpoint ({_where(part, index, block)}) must not come after "
+                    f"a ttl='5m' one ({_where(*seen_short)})")
+    return None
+
+
+def _where(part: str, index: int, block: int) -> str:
+    if part == "messages":
+        return f"messages.{index}.content.{block}"
+    return part if part == "top_level" else f"{part}.{index}"
+
+
+def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tuple[int, int]]) -> None:
+    """Put the plan's ``cache_control`` marks on a rendered body, within Anthropic's rules.
+
+    Invariant: the body ends with at most :data:`MAX_BREAKPOINTS` marks,
+    counting those the caller's tools or raw Anthropic blocks already carry and
+    the top-level automatic one; the plan's marks are kept by value
+    (:meth:`CachePlan.by_value`) in the slots left. Marks the plan adds never
+    put a 1h breakpoint after a 5m one: they take 1h when a 1h mark follows
+    them and 5m when a 5m mark precedes them (a caller's own marks are left as
+    they are). Why here: only the rendered body shows every mark the API counts.
+    """
+    caller = len(cache_marks(body))
+    if plan.top_level:
+        body["cache_control"] = _control(plan.ttl)
+    slots = MAX_BREAKPOINTS - caller - plan.top_level
+    placed: list[tuple[str, int, int]] = []
+    for part, index in plan.by_value():
+        if len(placed) >= slots:
+            break
+        where = _target_block(body, part, index, ends)
+        if where is not None and where not in placed and not _marked(_block_at(body, where)):
+            placed.append(where)
+    for where in placed:
+        _block_at(body, where)["cache_control"] = _control(plan.prefix_ttl if where[0] != "messages" else plan.ttl)
+    if caller:  # the plan's own marks are in order by construction (prefix_ttl >= ttl)
+        _order_ttls(body, set(placed) | ({("top_level", -1, -1)} if plan.top_level else set()))
+
+
+def _control(ttl: str) -> dict[str, Any]:
+    """A ``cache_control`` value; ``5m`` is Anthropic's default and is left implicit."""
+    return {"type": "ephemeral", "ttl": "1h"} if ttl == "1h" else {"type": "ephemeral"}
+
+
+def _block_at(body: Mapping[str, Any], where: tuple[str, int, int]) -> dict[str, Any]:
+    part, index, block = where
+    if part == "top_level":
+        return body  # type: ignore[return-value]
+    if part == "messages":
+        return body["messages"][index]["content"][block]  # type: ignore[no-any-return]
+    return body[part][index]  # type: ignore[no-any-return]
+
+
+def _target_block(
+    body: Mapping[str, Any], part: str, index: int, ends: Mapping[int, tuple[int, int]]
+) -> tuple[str, int, int] | None:
+    """The block a planned breakpoint goes on: the last tool / system block, or a message's last cacheable block."""
+    if part != "messages":
+        items = body.get(part)
+        return (part, len(items) - 1, -1) if isinstance(items, list) and items else None
+    where = max((k for k in ends if k <= index), default=None)
+    if where is None:
+        return None
+    turn, block = ends[where]
+    rendered = body["messages"]
+    if turn >= len(rendered):  # the final assistant turn was stripped
+        return None
+    content = rendered[turn]["content"]
+    if not isinstance(content, list):
+        return None
+    block = min(block, len(content) - 1)
+    while block >= 0 and content[block].get("type") in NOT_CACHEABLE:
+        block -= 1
+    return ("messages", turn, block) if block >= 0 else None
+
+
+def _order_ttls(body: dict[str, Any], ours: set[tuple[str, int, int]]) -> None:
+    """Give the marks in ``ours`` the lifetime the 1h-before-5m rule allows around the caller's marks."""
+    marks = cache_marks(body)
+    last_long = max((k for k, m in enumerate(marks) if m[3].get("ttl") == "1h" and m[:3] not in ours), default=-1)
+    seen_short = False
+    for k, (part, index, block, control) in enumerate(marks):
+        mine = (part, index, block) in ours
+        if mine and k < last_long and not seen_short:
+            _block_at(body, (part, index, block))["cache_control"] = _control("1h")
+        elif mine and seen_short and control.get("ttl") == "1h":
+            _block_at(body, (part, index, block))["cache_control"] = _control("5m")
+        elif not mine and control.get("ttl", "5m") == "5m":
+            seen_short = True
+        if mine and _block_at(body, (part, index, block))["cache_control"].get("ttl", "5m") == "5m":
+            seen_short = True

@@ -13,12 +13,15 @@ previous request. The models here follow the providers' rules instead
   breakpoint reads the longest prefix, among the block boundaries from it to 20
   blocks back, that an earlier breakpoint wrote and that has not expired; the
   prefix up to the request's last breakpoint that was not read is written
-  (1.25× the input price), reads cost 0.1×, and a breakpoint whose prefix is
-  below the model's minimum neither reads nor writes. Blocks are whole
-  messages in the order tools -> system -> other messages.
+  (1.25× the input price for a 5-minute breakpoint, 2× up to the last 1-hour
+  one), reads cost 0.1×, and a breakpoint whose prefix is below the model's
+  minimum neither reads nor writes. Blocks are whole messages in the order
+  tools -> system -> other messages.
 
-Lifetimes (5 minutes, refreshed by every read) apply when the calls have
-timestamps; without them nothing expires. Prices come from :data:`PRICES`, a
+Lifetimes (5 minutes, or 1 hour for a ``ttl: 1h`` breakpoint, refreshed by
+every read; OpenAI's ``prompt_cache_options.ttl`` of 30 minutes or 12 hours as
+the OpenAI cache's lifetime) apply when the calls have timestamps; without
+them nothing expires. Prices come from :data:`PRICES`, a
 small table of list prices per million input tokens that the CLI can override.
 """
 
@@ -30,9 +33,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxcore.render.caching import ANTHROPIC_LOOKBACK
+
 __all__ = [
     "PRICES",
     "LIFETIME_SECONDS",
+    "TTL_SECONDS",
     "OPENAI_MIN_PROMPT",
     "OPENAI_INCREMENT",
     "ANTHROPIC_LOOKBACK",
@@ -46,22 +52,26 @@ __all__ = [
 
 #: how long an unused cache entry lives (both providers document about 5 minutes).
 LIFETIME_SECONDS = 300.0
+#: the lifetime of each ``ttl``: Anthropic's breakpoints and OpenAI's ``prompt_cache_options.ttl``.
+TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0, "12h": 43200.0}
 #: OpenAI caches only prompts of at least this many tokens ...
 OPENAI_MIN_PROMPT = 1024
 #: ... and the cached part grows in steps of this many tokens beyond the first 1,024.
 OPENAI_INCREMENT = 128
-#: how many blocks before a breakpoint Anthropic looks for an earlier cached prefix.
-ANTHROPIC_LOOKBACK = 20
 
 
 @dataclass(frozen=True)
 class Price:
-    """Prices per million input tokens: ``input``, a cache ``read``, a cache ``write`` (``input`` when free)."""
+    """Prices per million input tokens: ``input``, a cache ``read``, a cache ``write`` (``input`` when free).
+
+    ``write_long`` is a 1-hour write (Anthropic: 2× input); ``None`` prices it as ``write``.
+    """
 
     provider: str
     input: float
     read: float
     write: float
+    write_long: float | None = None
 
 
 #: list prices per million input tokens (USD) at the time of writing; override them with the CLI options.
@@ -70,9 +80,9 @@ PRICES: dict[str, Price] = {
     "gpt-4o": Price("openai", 2.50, 1.25, 2.50),
     "gpt-4.1": Price("openai", 2.00, 0.50, 2.00),
     "gpt-5": Price("openai", 1.25, 0.125, 1.25),
-    "claude-sonnet": Price("anthropic", 3.00, 0.30, 3.75),
-    "claude-haiku": Price("anthropic", 1.00, 0.10, 1.25),
-    "claude-opus": Price("anthropic", 5.00, 0.50, 6.25),
+    "claude-sonnet": Price("anthropic", 3.00, 0.30, 3.75, 6.00),
+    "claude-haiku": Price("anthropic", 1.00, 0.10, 1.25, 2.00),
+    "claude-opus": Price("anthropic", 5.00, 0.50, 6.25, 10.00),
 }
 
 
@@ -80,7 +90,7 @@ def price_for(model: str, *, input_price: float | None = None, cached_price: flo
     """The table's price of ``model``, with the input price (and for OpenAI the cached price) overridden.
 
     Anthropic's read and write prices follow its multipliers of the input price
-    (0.1× and 1.25×), so overriding the input price moves them too.
+    (0.1×, 1.25× and 2× for a 1-hour write), so overriding the input price moves them too.
 
     Raises:
         ValueError: ``model`` is not in :data:`PRICES`; the message lists the names.
@@ -91,23 +101,31 @@ def price_for(model: str, *, input_price: float | None = None, cached_price: flo
         raise ValueError(f"no price for {model!r}; known: {', '.join(sorted(PRICES))} (or give the prices explicitly)") from None
     price = base.input if input_price is None else input_price
     if base.provider == "anthropic":
-        return Price("anthropic", price, price * 0.1, price * 1.25)
+        return Price("anthropic", price, price * 0.1, price * 1.25, price * 2.0)
     read = cached_price if cached_price is not None else base.read * (price / base.input if base.input else 1.0)
     return Price("openai", price, read, price)
 
 
 @dataclass(frozen=True)
 class CacheOutcome:
-    """How one request's input tokens were billed: read from the cache, written to it, or neither."""
+    """How one request's input tokens were billed: read from the cache, written to it, or neither.
+
+    ``written`` counts every written token; ``written_long`` the part written
+    at a 1-hour breakpoint (billed at ``Price.write_long``).
+    """
 
     read: int
     written: int
     input_tokens: int
+    written_long: int = 0
 
     def cost(self, price: Price) -> float:
         """The request's input cost in dollars."""
         plain = self.input_tokens - self.read - self.written
-        return (plain * price.input + self.read * price.read + self.written * price.write) / 1_000_000
+        long_price = price.write if price.write_long is None else price.write_long
+        short = self.written - self.written_long
+        return (plain * price.input + self.read * price.read + short * price.write
+                + self.written_long * long_price) / 1_000_000
 
 
 def prefix_units(rendered: Sequence[Mapping[str, Any]], tokens: Sequence[int], tools: Any, tool_tokens: int) -> tuple[list[str], list[int], list[int]]:
@@ -140,8 +158,10 @@ def prefix_units(rendered: Sequence[Mapping[str, Any]], tokens: Sequence[int], t
 class _Entries:
     """Cached prefixes by hash with the time they expire (never, without timestamps)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lifetime: float = LIFETIME_SECONDS) -> None:
+        self.lifetime = lifetime
         self._until: dict[str, float | None] = {}
+        self._life: dict[str, float] = {}
 
     def alive(self, key: str, now: float | None) -> bool:
         if key not in self._until:
@@ -149,15 +169,22 @@ class _Entries:
         until = self._until[key]
         return until is None or now is None or now <= until
 
-    def touch(self, key: str, now: float | None) -> None:
-        self._until[key] = None if now is None else now + LIFETIME_SECONDS
+    def touch(self, key: str, now: float | None, lifetime: float | None = None) -> None:
+        """Write or refresh ``key``: it lives ``lifetime`` (else its own, else the default) from ``now``."""
+        life = max(lifetime or 0.0, self._life.get(key, self.lifetime))
+        self._life[key] = life
+        self._until[key] = None if now is None else now + life
 
 
 class OpenAICache:
-    """OpenAI's automatic prompt caching over a sequence of requests (see the module doc)."""
+    """OpenAI's automatic prompt caching over a sequence of requests (see the module doc).
 
-    def __init__(self) -> None:
-        self._entries = _Entries()
+    ``lifetime`` is how long an unused prefix lives (``TTL_SECONDS["30m"]`` or
+    ``["12h"]`` with ``prompt_cache_options.ttl``; 5 minutes without).
+    """
+
+    def __init__(self, lifetime: float = LIFETIME_SECONDS) -> None:
+        self._entries = _Entries(lifetime)
 
     def observe(self, hashes: Sequence[str], totals: Sequence[int], input_tokens: int, now: float | None = None) -> CacheOutcome:
         """Bill one request (its blocks' cumulative hashes and tokens); it then becomes cacheable."""
@@ -182,9 +209,16 @@ class AnthropicCache:
         self._entries = _Entries()
 
     def observe(
-        self, hashes: Sequence[str], totals: Sequence[int], breakpoints: Sequence[int], input_tokens: int, now: float | None = None
+        self, hashes: Sequence[str], totals: Sequence[int], breakpoints: Sequence[int], input_tokens: int,
+        now: float | None = None, ttls: Sequence[str] | None = None,
     ) -> CacheOutcome:
-        """Bill one request whose ``breakpoints`` are block indices (``cache_control`` after that block)."""
+        """Bill one request whose ``breakpoints`` are block indices (``cache_control`` after that block).
+
+        ``ttls`` gives each breakpoint's ``ttl`` (``"5m"`` for all when not
+        given); the prefix up to the last ``1h`` breakpoint is written at the
+        1-hour price and lives an hour.
+        """
+        life = dict(zip(breakpoints, ttls or (), strict=False))
         marks = sorted(b for b in set(breakpoints) if 0 <= b < len(hashes) and totals[b] >= self.min_tokens)
         read = 0
         for b in marks:
@@ -194,6 +228,7 @@ class AnthropicCache:
                     self._entries.touch(hashes[q], now)  # a read refreshes the entry's lifetime
                     break
         written = max(totals[marks[-1]] - read, 0) if marks else 0
+        long_end = max((totals[b] for b in marks if life.get(b) == "1h"), default=0)
         for b in marks:
-            self._entries.touch(hashes[b], now)
-        return CacheOutcome(read, written, input_tokens)
+            self._entries.touch(hashes[b], now, TTL_SECONDS[life.get(b, "5m")])
+        return CacheOutcome(read, written, input_tokens, written_long=max(long_end - read, 0))

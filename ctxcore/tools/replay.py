@@ -35,7 +35,16 @@ from typing import Any
 from ctxcore.errors import TranscriptError
 from ctxcore.model.messages import Message
 from ctxcore.render.caching import DEFAULT_MIN_CACHEABLE, min_cacheable_tokens
-from ctxcore.tools.cache_rules import PRICES, AnthropicCache, CacheOutcome, OpenAICache, Price, prefix_units
+from ctxcore.tools.cache_rules import (
+    LIFETIME_SECONDS,
+    PRICES,
+    TTL_SECONDS,
+    AnthropicCache,
+    CacheOutcome,
+    OpenAICache,
+    Price,
+    prefix_units,
+)
 
 __all__ = [
     "TranscriptError",
@@ -91,6 +100,8 @@ class RequestStats:
     #: Anthropic ``cache_control`` breakpoints: indices into ``rendered`` (a mark after that
     #: message; -1 marks the tools); ``()`` for none.
     cache_breakpoints: tuple[int, ...] = ()
+    #: each breakpoint's ``ttl`` (``"5m"`` / ``"1h"``), in the order of ``cache_breakpoints``; ``()``: all 5m.
+    cache_ttls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,8 @@ class CallResult:
     anthropic_write_tokens: int = 0
     #: the call's timestamp (seconds) when the transcript has them.
     time: float | None = None
+    #: the part of ``anthropic_write_tokens`` written at 1-hour breakpoints (billed 2× input).
+    anthropic_write_long_tokens: int = 0
 
     @property
     def cached_share(self) -> float:
@@ -185,16 +198,18 @@ class ReplayResult:
         """Per provider rule: cached (read) and written tokens, cached share, cost and cost without caching."""
         input_tokens = sum(c.input_tokens for c in self.calls)
         out: dict[str, dict[str, Any]] = {}
-        for name, read_of, written_of in (
-            ("openai", lambda c: c.openai_cached_tokens, lambda c: 0),
-            ("anthropic", lambda c: c.anthropic_read_tokens, lambda c: c.anthropic_write_tokens),
+        for name, outcome_of in (
+            ("openai", lambda c: CacheOutcome(c.openai_cached_tokens, 0, c.input_tokens)),
+            ("anthropic", lambda c: CacheOutcome(c.anthropic_read_tokens, c.anthropic_write_tokens, c.input_tokens,
+                                                 c.anthropic_write_long_tokens)),
         ):
             price = self.prices[name]
-            outcomes = [CacheOutcome(read_of(c), written_of(c), c.input_tokens) for c in self.calls]
+            outcomes = [outcome_of(c) for c in self.calls]
             read = sum(o.read for o in outcomes)
             out[name] = {
                 "cached_tokens": read,
                 "written_tokens": sum(o.written for o in outcomes),
+                "written_long_tokens": sum(o.written_long for o in outcomes),
                 "cached_share": read / input_tokens if input_tokens else 0.0,
                 "cost": sum(o.cost(price) for o in outcomes),
                 "cost_without_cache": input_tokens * price.input / 1_000_000,
@@ -332,19 +347,21 @@ def replay_requests(
     times: Sequence[float | None] | None = None,
     prices: Mapping[str, Price] | None = None,
     anthropic_min_tokens: int = DEFAULT_MIN_CACHEABLE,
+    openai_lifetime: float = LIFETIME_SECONDS,
 ) -> ReplayResult:
     """Measure ``request(history_length)`` before every model call of ``messages``.
 
     ``request`` builds the request for the first ``history_length`` messages;
     ``on_call(done, total)`` reports progress after each call. ``times`` (one
     per message, see :func:`split_timestamps`) make cache entries expire;
-    ``prices`` (``{"openai": Price, "anthropic": Price}``) price the provider rules.
+    ``prices`` (``{"openai": Price, "anthropic": Price}``) price the provider rules;
+    ``openai_lifetime`` is how long OpenAI keeps an unused prefix (seconds).
     """
     if price_per_mtok < 0 or not 0 <= cached_discount <= 1:
         raise ValueError("price_per_mtok must be >= 0 and cached_discount between 0 and 1")
     points = call_points(messages)
     tracker = PrefixTracker()
-    openai, anthropic = OpenAICache(), AnthropicCache(anthropic_min_tokens)
+    openai, anthropic = OpenAICache(openai_lifetime), AnthropicCache(anthropic_min_tokens)
     results: list[CallResult] = []
     seen: set[str] = set()
     for point in points:
@@ -358,16 +375,18 @@ def replay_requests(
         fill = stats.input_tokens / stats.budget if stats.budget else None
         now = times[point.history] if times is not None and point.history < len(times) else None
         hashes, totals, position = prefix_units(stats.rendered, stats.message_tokens, stats.tools, stats.tool_tokens)
-        marks = [position[b] if b >= 0 else 0 for b in stats.cache_breakpoints if b >= 0 or stats.tools]
+        kept = [k for k, b in enumerate(stats.cache_breakpoints) if b >= 0 or stats.tools]
+        marks = [position[stats.cache_breakpoints[k]] if stats.cache_breakpoints[k] >= 0 else 0 for k in kept]
+        ttls = [stats.cache_ttls[k] for k in kept] if stats.cache_ttls else None
         by_openai = openai.observe(hashes, totals, stats.input_tokens, now)
-        by_anthropic = anthropic.observe(hashes, totals, marks, stats.input_tokens, now)
+        by_anthropic = anthropic.observe(hashes, totals, marks, stats.input_tokens, now, ttls)
         results.append(CallResult(
             index=point.index, turn=point.turn, history=point.history, messages=len(stats.rendered),
             input_tokens=stats.input_tokens, cached_tokens=cached, budget=stats.budget, fill=fill,
             over_budget=stats.budget is not None and stats.input_tokens > stats.budget,
             reductions=len(stats.reductions), new_reductions=len(new), new_stages=stages, removed=stats.removed,
             openai_cached_tokens=by_openai.read, anthropic_read_tokens=by_anthropic.read,
-            anthropic_write_tokens=by_anthropic.written, time=now,
+            anthropic_write_tokens=by_anthropic.written, anthropic_write_long_tokens=by_anthropic.written_long, time=now,
         ))
         if on_call is not None:
             on_call(len(results), len(points))
@@ -406,8 +425,10 @@ def builder_requests(
             rendered.append(d)
         rendered_by_id = memo
         compressions = report.compressions
+        marks = _breakpoints(built)
         return RequestStats(
-            cache_breakpoints=_breakpoints(built),
+            cache_breakpoints=tuple(b for b, _ in marks),
+            cache_ttls=tuple(t for _, t in marks),
             rendered=rendered,
             message_tokens=[counter.count_message(m) for m in built.messages],
             input_tokens=report.total_tokens,
@@ -445,7 +466,15 @@ def replay(
         messages, builder_requests(builder, messages, state, runtime),
         price_per_mtok=price_per_mtok, cached_discount=cached_discount, on_call=on_call,
         times=times, prices=prices, anthropic_min_tokens=anthropic_minimum(builder),
+        openai_lifetime=openai_lifetime(builder),
     )
+
+
+def openai_lifetime(builder: Any) -> float:
+    """How long OpenAI keeps a prefix for ``builder``'s target: its ``prompt_cache_options.ttl``, else 5 minutes."""
+    options = getattr(getattr(builder, "target", None), "prompt_cache_options", None)
+    ttl = getattr(options, "ttl", None)
+    return TTL_SECONDS[ttl] if ttl else LIFETIME_SECONDS
 
 
 def anthropic_minimum(builder: Any) -> int:
@@ -456,17 +485,22 @@ def anthropic_minimum(builder: Any) -> int:
     return target.cache_min_tokens or min_cacheable_tokens(target.model)
 
 
-def _breakpoints(built: Any) -> tuple[int, ...]:
-    """The build's Anthropic cache plan as indices into its messages (-1: the tools)."""
+def _breakpoints(built: Any) -> tuple[tuple[int, str], ...]:
+    """The build's Anthropic cache plan as (index into its messages, ttl) pairs (-1: the tools).
+
+    The top-level automatic breakpoint counts as a mark on the last message.
+    """
     plan = getattr(built, "cache", None)
     if plan is None:
         return ()
-    marks = list(plan.messages)
+    marks = [(i, plan.ttl) for i in plan.messages]
+    if plan.top_level and built.messages:
+        marks.append((len(built.messages) - 1, plan.ttl))
     if plan.system:
-        marks.append(max(i for i, m in enumerate(built.messages) if m.role == "system"))
+        marks.append((max(i for i, m in enumerate(built.messages) if m.role == "system"), plan.prefix_ttl))
     if plan.tools:
-        marks.append(-1)
-    return tuple(sorted(marks))
+        marks.append((-1, plan.prefix_ttl))
+    return tuple(sorted(set(marks)))
 
 
 def _turns(calls: Sequence[CallResult]) -> list[TurnResult]:

@@ -19,7 +19,8 @@ default) the server refuses with HTTP 400, as the API does, a request that break
 the rules Anthropic enforces on the wire: roles alternating from a user turn,
 every ``tool_use`` answered by a ``tool_result`` at the start of the next user
 turn and no result without its call, tool ids unique, tools with ``name`` and an
-object ``input_schema``, at most 4 ``cache_control`` breakpoints, and thinking
+object ``input_schema``, at most 4 ``cache_control`` breakpoints (the top-level one
+included) with no ``ttl: 1h`` after a ``5m`` one, and thinking
 blocks returned unchanged: with ``thinking=True`` every reply starts with a
 ``thinking`` block whose ``signature`` the server checks when the block comes
 back (a changed byte is refused, as Anthropic refuses it). Server tools and
@@ -29,7 +30,10 @@ returns (each result's ``encrypted_content`` signed) and
 :func:`compaction_block` a signed ``compaction`` block; the server refuses a
 ``server_tool_use``/``mcp_tool_use`` without its result in the same assistant
 message, a result without its call, a changed ``encrypted_content`` or
-compaction ``signature``, and a ``compaction`` block outside an assistant turn.
+compaction ``signature``, and a ``compaction`` block outside an assistant turn. ``POST
+/v1/messages/count_tokens`` (``client.messages.count_tokens``) validates the
+same body and answers ``{"input_tokens": N}`` with
+:func:`~ctxcore.testing.harness.openai_server.stub_token_count`.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS, unpaired_server_calls
+from ctxcore.render.caching import cache_marks, ttl_problem
+from ctxcore.testing.harness.openai_server import stub_token_count
 
 __all__ = ["MAX_CACHE_BREAKPOINTS", "AnthropicReply", "MessagesServer", "compaction_block", "web_search_blocks"]
 
@@ -101,10 +107,16 @@ class MessagesServer:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The HTTP status and JSON payload for one request (the handler sends them)."""
-        if path.split("?")[0] != "/v1/messages":
+        route = path.split("?")[0]
+        if route not in ("/v1/messages", "/v1/messages/count_tokens"):
             return 404, _error(f"no route {path}", "not_found_error")
         if self.status != 200:
             return self.status, _error("overloaded", "overloaded_error")
+        if route == "/v1/messages/count_tokens":  # messages.count_tokens(): the same body, validated alike
+            problem = wire_problem({**body, "max_tokens": 1}) if self.validate else None
+            if problem is not None:
+                return 400, _error(problem, "invalid_request_error")
+            return 200, {"input_tokens": stub_token_count(body.get("system"), body.get("messages"), body.get("tools"))}
         if self.validate:
             problem = wire_problem(body) or (self._thinking_problem(body) if self.thinking else None)
             if problem is not None:
@@ -198,10 +210,10 @@ def wire_problem(body: Mapping[str, Any]) -> str | None:
             return problem
     if pending:
         return f"messages: tool_use ids were found without tool_result blocks immediately after: {', '.join(sorted(pending))}"
-    breakpoints = _count_cache_control(body)
+    breakpoints = len(cache_marks(body))  # the top-level automatic cache_control takes a slot too
     if breakpoints > MAX_CACHE_BREAKPOINTS:
         return f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
-    return None
+    return ttl_problem(body)
 
 
 def _turn_problem(i: int, role: Any, blocks: list[Any], pending: set[str], seen: set[str]) -> str | None:
@@ -287,17 +299,6 @@ def _tools_problem(tools: Any) -> str | None:
             return f"tools: Tool names must be unique ({t['name']})"
         names.add(t["name"])
     return None
-
-
-def _count_cache_control(body: Mapping[str, Any]) -> int:
-    count = sum(1 for t in body.get("tools") or [] if "cache_control" in t)
-    system = body.get("system")
-    if isinstance(system, list):
-        count += sum(1 for b in system if isinstance(b, Mapping) and "cache_control" in b)
-    for m in body.get("messages") or []:
-        if isinstance(m.get("content"), list):
-            count += sum(1 for b in m["content"] if isinstance(b, Mapping) and "cache_control" in b)
-    return count
 
 
 def _error(message: str, kind: str) -> dict[str, Any]:

@@ -18,7 +18,9 @@ recorded, so a test asserts on what was really sent::
 Responses API the same way: ``reply`` gets the request body (``input`` items) and its
 answer becomes the response's ``output`` items (an answer dict's ``output``
 list of raw items first: hosted tool calls, ``compaction``..., then ``message``
-text, then a ``function_call`` per tool call); the input rules of
+text, then a ``function_call`` per tool call), and ``POST /v1/responses/input_tokens`` answers
+``responses.input_tokens.count()`` with a ``response.input_tokens`` object
+(``count(body)`` when given, else :func:`stub_token_count`); the input rules of
 :mod:`ctxcore.testing.harness.responses_rules` (a ``function_call_output``
 answering no call, reasoning split from its item or changed, an
 ``mcp_approval_response`` answering no request) are refused with a 400. A request with ``"stream": true`` (on
@@ -49,7 +51,7 @@ from ctxcore.render import validate_request
 from ctxcore.testing.harness.openai_sse import chat_chunks, response_events, sse
 from ctxcore.testing.harness.responses_rules import reasoning_item, responses_input_problem
 
-__all__ = ["ChatServer", "Reply"]
+__all__ = ["ChatServer", "Reply", "stub_token_count"]
 
 Reply = Callable[[dict[str, Any]], str | Mapping[str, Any]]
 """Makes each answer from the request body: the assistant's text or a whole assistant message."""
@@ -114,10 +116,13 @@ class ChatServer:
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The HTTP status and JSON payload for one request (the handler sends them)."""
-        if path not in ("/v1/chat/completions", "/v1/responses"):
+        if path not in ("/v1/chat/completions", "/v1/responses", "/v1/responses/input_tokens"):
             return 404, _error(f"no route {path}", "invalid_request_error")
         if self.status != 200:
             return self.status, _error("model overloaded", "server_error")
+        if path == "/v1/responses/input_tokens":  # responses.input_tokens.count()
+            tokens = self.count(body) if self.count is not None else stub_token_count(body.get("input"), body.get("tools"))
+            return 200, {"object": "response.input_tokens", "input_tokens": tokens}
         if path == "/v1/responses":
             return self._responses(body)
         messages = body.get("messages")
@@ -193,6 +198,12 @@ class ChatServer:
             output.append({"type": "function_call", "id": f"fc_{self._calls}_{k}", "call_id": c["id"],
                            "name": c["function"]["name"], "arguments": c["function"]["arguments"], "status": "completed"})
         return output
+
+
+def stub_token_count(*parts: Any) -> int:
+    """The stubs' token count of a request's parts: a quarter of their JSON's characters, rounded up (deterministic)."""
+    size = sum(len(json.dumps(p, sort_keys=True)) for p in parts if p is not None)
+    return -(-size // 4)
 
 
 def _error(message: str, kind: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:
