@@ -57,6 +57,7 @@ from ctxcore.model.messages import (
     system,
     tool,
 )
+from ctxcore.kit.offload import context_retrieve_tool, resolve_handle, run_context_retrieve
 from ctxcore.model.responses_io import messages_from_responses
 from ctxcore.model.transactions import (
     LegalStart,
@@ -137,6 +138,7 @@ __all__ = [
     "Unit",
     "ai",
     "check_tool_pairing",
+    "context_retrieve_tool",
     "create_memory_tools",
     "group_units",
     "hookimpl",
@@ -146,6 +148,8 @@ __all__ = [
     "messages_from_responses",
     "recommended_level",
     "reference_build",
+    "resolve_handle",
+    "run_context_retrieve",
     "sanitize_tool_call_history",
     "system",
     "to_anthropic",
