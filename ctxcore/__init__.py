@@ -43,6 +43,7 @@ from ctxcore.errors import (
     UnknownComponent,
     UnstorableState,
 )
+from ctxcore.kit.offload import context_retrieve_tool, resolve_handle, run_context_retrieve
 from ctxcore.model.anthropic_io import messages_from_anthropic
 from ctxcore.model.memory_item import MemoryItem
 from ctxcore.model.messages import (
@@ -57,7 +58,6 @@ from ctxcore.model.messages import (
     system,
     tool,
 )
-from ctxcore.kit.offload import context_retrieve_tool, resolve_handle, run_context_retrieve
 from ctxcore.model.responses_io import messages_from_responses
 from ctxcore.model.transactions import (
     LegalStart,

@@ -29,8 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore import FilterContext, Message
-from ctxcore.kit import PrefixMemo
-from ctxcore.kit.offload import OFFLOAD_META, RETRIEVE_TOOL_NAME, offload_handle, placeholder_text
+from ctxcore.kit import OFFLOAD_META, RETRIEVE_TOOL_NAME, PrefixMemo, offload_handle, placeholder_text
 
 __all__ = ["Offload", "OffloadConfig"]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ctxcore_counters import ApproximateCounter
+from ctxcore_filters import Offload, OffloadConfig, TokenBudget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,8 +25,6 @@ from ctxcore import (
     validate_request,
 )
 from ctxcore.kit import OFFLOAD_META, has_marker, offload_handle
-from ctxcore_counters import ApproximateCounter
-from ctxcore_filters import Offload, OffloadConfig, TokenBudget
 
 
 def _call(call_id: str, name: str = "read_file") -> Message:
