@@ -175,3 +175,16 @@ def test_property_replacement_is_stable_across_turns(sizes: list[int], extra: li
     fresh = Offload().apply(later, _ctx())
     assert list(again[: len(first)]) == list(first)
     assert list(fresh) == list(again)
+
+
+from ctxcore.testing.contracts import FilterContract  # noqa: E402
+
+
+class TestOffloadContract(FilterContract):
+    """offload passes the filter contract at every budget (it replaces messages: compresses)."""
+
+    compresses = True
+    budgets = (0, 40, 120, 400, 100_000)
+
+    def make_filter(self) -> Offload:
+        return Offload(max_tokens=20, max_chars=60)
