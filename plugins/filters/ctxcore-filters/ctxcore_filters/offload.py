@@ -14,8 +14,9 @@ but not from ``budget_share``.
 Invariants: the replacement is a function of the message, the thread id
 (``runtime["thread_id"]``) and the options, so every build sends the same
 bytes for it (cached prefixes stay valid); the decision for a message is made
-once per builder and resumed on an append-only history (only new messages are
-read on a next turn); the original is reported as ``compressed`` at stage
+once per builder and resumed on an append-only history (a next turn reads
+the structure of the new messages only, and makes a message only for a tool
+result long enough to be offloaded); the original is reported as ``compressed`` at stage
 ``offload``. Put it before ``token_budget``: the budget then sees previews.
 """
 
@@ -23,13 +24,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore import FilterContext, Message
-from ctxcore.kit import OFFLOAD_META, RETRIEVE_TOOL_NAME, PrefixMemo, offload_handle, placeholder_text
+from ctxcore.kit import OFFLOAD_META, RETRIEVE_TOOL_NAME, PrefixMemo, offload_handle, placeholder_text, structure_of
 
 __all__ = ["Offload", "OffloadConfig"]
 
@@ -48,14 +48,10 @@ class OffloadConfig(BaseModel):
     preview_share: float = Field(default=0.05, gt=0, le=1, description="Shorten the preview until the placeholder is within this share of the budget.")
 
 
-@dataclass
-class _Walk:
-    """What the walk over the history knows after a prefix: the replacements made and the open calls."""
-
-    key: tuple[str, int | None]
-    replacements: list[tuple[int, Message, int, int]] = field(default_factory=list)  # (index, new, before, after)
-    calls: dict[str, str] = field(default_factory=dict)  # call id -> tool name, of the last assistant message
-    retrieve_ids: frozenset[str] = frozenset()
+# (tool-message index, replacement, tokens before, tokens after)
+_Made = tuple[int, Message, int, int]
+# the walk's state after a prefix: (items walked, replacements made in them)
+_State = tuple[int, tuple[_Made, ...]]
 
 
 def _text_only(m: Message) -> bool:
@@ -74,46 +70,49 @@ class Offload:
 
     def __init__(self, config: OffloadConfig | None = None, **options: Any) -> None:
         self.config = config if config is not None else OffloadConfig(**options)
-        self._memo: PrefixMemo[_Walk] = PrefixMemo()
+        self._memo: PrefixMemo[_State] = PrefixMemo()
+        self._key: tuple[str, int | None] | None = None
 
     def apply(self, messages: Sequence[Message], ctx: FilterContext) -> Sequence[Message]:
         """``messages`` with every too-big tool result replaced; the same sequence when none is."""
         key = (str(ctx.runtime.get("thread_id") or ""), ctx.budget)
-        walk, start = self._memo.resume(messages)
-        if walk is None or walk.key != key:
-            walk, start = _Walk(key), 0
-        else:
-            walk = _Walk(key, list(walk.replacements), dict(walk.calls), walk.retrieve_ids)
-        for i in range(start, len(messages)):
-            self._visit(walk, i, messages[i], ctx)
-        self._memo.save(messages, walk)
-        if not walk.replacements:
+        if key != self._key:  # decisions depend on the thread (handles) and the budget: start over
+            self._memo, self._key = PrefixMemo(), key
+        structure = structure_of(messages)
+        floor = self._floor_chars(ctx.budget)
+
+        def step(state: _State, tail: Sequence[Message]) -> _State:
+            walked, made = state
+            more = [self._decide(messages, structure, walked + k, ctx, key[0]) for k, item in enumerate(tail)
+                    if item.role == "tool" and item.zone == "dynamic" and OFFLOAD_META not in item.metadata
+                    and (not isinstance(item.content, str) or len(item.content) > floor)]
+            return walked + len(tail), made + tuple(m for m in more if m is not None)
+
+        _, made = self._memo.walk(structure, (0, ()), step)
+        if not made:
             return messages
         out = list(messages)
-        for index, new, before, after in walk.replacements:
+        for index, new, before, after in made:
             out[index] = new
             if ctx.report is not None:
                 ctx.report.record_compression(ctx.step_id, [messages[index].id], new, before, after, _STAGE)
         return out
 
-    def _visit(self, walk: _Walk, index: int, m: Message, ctx: FilterContext) -> None:
-        if m.role == "assistant":
-            walk.calls = {c.id: c.name for c in m.tool_calls}
-            named = {c.id for c in m.tool_calls if c.name == RETRIEVE_TOOL_NAME}
-            if named:
-                walk.retrieve_ids = walk.retrieve_ids | named
-            return
-        if m.role != "tool" or m.zone != "dynamic" or OFFLOAD_META in m.metadata or not _text_only(m):
-            return
-        made = self._decide(m, walk, ctx)
-        if made is not None:
-            walk.replacements.append((index, *made))
+    def _floor_chars(self, budget: int | None) -> int:
+        """Below this many characters no text can be offloaded (a token is at most 4 characters' UTF-8 bytes, at least 1)."""
+        tokens = self.config.max_tokens if budget is None else min(self.config.max_tokens, int(budget * self.config.budget_share))
+        return min(self.config.max_chars, tokens // 4)
 
-    def _decide(self, m: Message, walk: _Walk, ctx: FilterContext) -> tuple[Message, int, int] | None:
-        """The replacement of ``m`` with its tokens before and after, or ``None`` to send it as it is."""
+    def _decide(self, messages: Sequence[Message], structure: Sequence[Message], index: int, ctx: FilterContext,
+                thread_id: str) -> _Made | None:
+        """The replacement of the tool result at ``index`` with its tokens before and after, or ``None`` to send it as it is."""
+        m = messages[index]
+        if not _text_only(m):
+            return None
+        calls = _calls_before(messages, structure, index)
         config, budget = self.config, ctx.budget
         text = m.text
-        asked = m.tool_call_id in walk.retrieve_ids
+        asked = calls.get(m.tool_call_id or "") == RETRIEVE_TOOL_NAME
         share = int(budget * config.budget_share) if budget is not None else None
         if len(text) > (config.max_chars if not asked else 4 * config.max_chars):
             before = (len(text) + 3) // 4  # an estimate (characters / 4): never tokenized, never copied
@@ -122,11 +121,13 @@ class Offload:
             over_limit = not asked and before > config.max_tokens
             if not over_limit and (share is None or before <= share):
                 return None
-        return self._replacement(m, text, walk, ctx, before)
+        name = calls.get(m.tool_call_id or "", "tool")
+        made = self._replacement(m, text, name, thread_id, ctx, before)
+        return None if made is None else (index, *made)
 
-    def _replacement(self, m: Message, text: str, walk: _Walk, ctx: FilterContext, before: int) -> tuple[Message, int, int] | None:
-        handle = offload_handle(walk.key[0], m.id)
-        name = walk.calls.get(m.tool_call_id or "", "tool")
+    def _replacement(self, m: Message, text: str, name: str, thread_id: str, ctx: FilterContext,
+                     before: int) -> tuple[Message, int, int] | None:
+        handle = offload_handle(thread_id, m.id)
         info = {"handle": handle, "original_id": m.id, "chars": len(text)}
         limit = None if ctx.budget is None else int(ctx.budget * self.config.preview_share)
         chars = self.config.preview_chars
@@ -140,3 +141,13 @@ class Offload:
         if after >= before:
             return None  # a placeholder is never longer than what it replaces
         return new, before, after
+
+
+def _calls_before(messages: Sequence[Message], structure: Sequence[Message], index: int) -> dict[str, str]:
+    """Call id -> tool name of the assistant message the tool result at ``index`` answers (read back over its unit)."""
+    j = index - 1
+    while j >= 0 and structure[j].role == "tool":
+        j -= 1
+    if j < 0 or structure[j].role != "assistant":
+        return {}
+    return {c.id: c.name for c in messages[j].tool_calls}
