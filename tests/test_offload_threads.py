@@ -167,3 +167,28 @@ def test_agent_preset_offloads_by_default(tmp_path: Path, host) -> None:
     built = thread.build()
     assert built.report.total_tokens <= pipeline.budget.max_input_tokens
     assert thread.resolve(_handle(built)) == "0123456789 " * 200_000
+
+
+def test_offload_keeps_the_history_lazy_for_the_budget() -> None:
+    """With no result to offload, the filter after offload still gets the lazy history (so its fast path stays on)."""
+    from ctxcore import ContextBuilder, ModelBudget
+    from ctxcore.kit import is_lazy
+    from ctxcore_counters import ApproximateCounter
+    from ctxcore_filters import Offload, TokenBudget
+    from ctxcore_providers import History
+
+    seen = []
+
+    class Spy:
+        accepts_lazy = True
+
+        def apply(self, messages, ctx):
+            seen.append(is_lazy(messages))
+            return messages
+
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"} for i in range(400)]
+    builder = ContextBuilder([History()], [Offload(), Spy(), TokenBudget()], ApproximateCounter(), budget=ModelBudget(8000))
+    builder.build({"messages": history})
+    history.append({"role": "user", "content": "next"})
+    builder.build({"messages": history})
+    assert seen == [True, True]
