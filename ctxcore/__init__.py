@@ -43,6 +43,7 @@ from ctxcore.errors import (
     UnknownComponent,
     UnstorableState,
 )
+from ctxcore.kit.offload import context_retrieve_tool, resolve_handle, run_context_retrieve
 from ctxcore.model.anthropic_io import messages_from_anthropic
 from ctxcore.model.blocks import ProviderBlock, without_provider_blocks
 from ctxcore.model.memory_item import MemoryItem
@@ -138,6 +139,7 @@ __all__ = [
     "Unit",
     "ai",
     "check_tool_pairing",
+    "context_retrieve_tool",
     "create_memory_tools",
     "group_units",
     "hookimpl",
@@ -149,6 +151,8 @@ __all__ = [
     "without_provider_blocks",
     "recommended_level",
     "reference_build",
+    "resolve_handle",
+    "run_context_retrieve",
     "sanitize_tool_call_history",
     "system",
     "to_anthropic",

@@ -251,7 +251,12 @@ class ContextBuilder(OutputSteps):
             ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
             started = time.perf_counter()
             try:
-                result = list(step.component.apply(messages, ctx))
+                out = step.component.apply(messages, ctx)
+                if out is messages and lazy:  # passed through as it came: nothing to check or list, and the
+                    report.timings.append(  # next filter keeps the lazy view (and its fast path)
+                        ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(messages)))
+                    continue
+                result = list(out)
                 self._check_filter_result(step.id, result)
             except _PASS_THROUGH:
                 raise

@@ -56,7 +56,9 @@ class MessageRecord:
 class Compression:
     """One reduction a filter made: ``original_ids`` became ``new_id`` at ``stage``.
 
-    ``tokens_before`` counts the originals, ``tokens_after`` the replacement, so
+    ``tokens_before`` counts the originals (for a tool result offloaded because
+    it was over the filter's character cap, an estimate of characters / 4: it
+    is never tokenized), ``tokens_after`` the replacement, so
     the report says what every reduction saved. Stage ``trim`` removes messages
     behind a marker: its originals keep the fate ``dropped``; every other stage
     marks them ``compressed``.
@@ -190,8 +192,13 @@ class BuildReport:
                 batch, by = entry.dropped() if isinstance(entry, _FilteredOut) else entry
                 starts = {u.start for u in group_units(batch)}
                 for k, m in enumerate(batch):
-                    tokens = counter.count_message(m) if counter is not None else None
                     c = replaced.get(m.id)
+                    # a message replaced alone was counted by the filter that replaced it: never tokenized twice
+                    # (an offloaded 60 MB tool result is not tokenized at all)
+                    if c is not None and len(c.original_ids) == 1:
+                        tokens: int | None = c.tokens_before
+                    else:
+                        tokens = counter.count_message(m) if counter is not None else None
                     fate: Fate = "compressed" if c is not None and c.stage != "trim" else "dropped"
                     self._records.append(
                         MessageRecord(

@@ -90,6 +90,17 @@ from ctxcore.kit.memory import (
     resolve_namespace,
     tokenize,
 )
+from ctxcore.kit.offload import (
+    DEFAULT_RETRIEVE_CHARS,
+    OFFLOAD_META,
+    RETRIEVE_TOOL_NAME,
+    context_retrieve_tool,
+    offload_handle,
+    placeholder_text,
+    resolve_handle,
+    retrieve_chunk,
+    run_context_retrieve,
+)
 from ctxcore.kit.overflow import overflow_cause
 from ctxcore.kit.prompts import (
     DEFAULT_PROMPTS,
@@ -165,6 +176,15 @@ __all__ = [
     "inside",
     "neutralize_markers",
     "overflow_cause",
+    "DEFAULT_RETRIEVE_CHARS",
+    "OFFLOAD_META",
+    "RETRIEVE_TOOL_NAME",
+    "context_retrieve_tool",
+    "offload_handle",
+    "placeholder_text",
+    "resolve_handle",
+    "retrieve_chunk",
+    "run_context_retrieve",
     "read_capped",
     "read_confined",
     "skeleton",

@@ -122,6 +122,8 @@ def component_schema(component: Component, defs: dict[str, Any]) -> dict[str, An
         "properties": {"type": {"type": "string"}, **props, **_allow_interpolation({"properties": _STEP_KEYS})["properties"]},
         "additionalProperties": False,
     }
+    if component.kind == "memory":  # the memory step's own `record:` section (ctxcore.pipeline.spec.MemoryRecordSpec)
+        props["record"] = _record_schema(defs)
     required = [r for r in model.get("required", []) if r in props]
     if required:
         out["required"] = required
@@ -129,6 +131,16 @@ def component_schema(component: Component, defs: dict[str, Any]) -> dict[str, An
     if description:
         out["description"] = description
     return out
+
+
+def _record_schema(defs: dict[str, Any]) -> dict[str, Any]:
+    """The schema of ``memory: record:``, its model added to ``defs`` once."""
+    from ctxcore.pipeline.spec import MemoryRecordSpec
+
+    if "MemoryRecordSpec" not in defs:
+        defs["MemoryRecordSpec"] = _allow_interpolation(MemoryRecordSpec.model_json_schema())
+    return {"anyOf": [{"$ref": "#/$defs/MemoryRecordSpec"}, {"type": "null"}],
+            "description": "What a thread records into this store when it saves a turn (docs/memory.md)."}
 
 
 def _names(host: PluginHost, kind: str) -> dict[str, list[str]]:

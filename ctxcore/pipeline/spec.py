@@ -21,6 +21,7 @@ from pydantic import (
     Field,
     PositiveInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -35,7 +36,7 @@ from ctxcore.plugins.host import PluginHost, default_host
 from ctxcore.plugins.registry import Component, ComponentConflict, UnknownComponent
 from ctxcore.render.target import TargetSpec
 
-__all__ = ["ModelSpec", "StepSpec", "PipelineSpec", "Pipeline", "DEFAULT_COUNTER", "register_thread_factories"]
+__all__ = ["MemoryRecordSpec", "ModelSpec", "StepSpec", "PipelineSpec", "Pipeline", "DEFAULT_COUNTER", "register_thread_factories"]
 
 log = structlog.get_logger("ctxcore.pipeline")
 
@@ -83,8 +84,24 @@ class ModelSpec(BaseModel):
         return self
 
 
+class MemoryRecordSpec(BaseModel):
+    """``memory: record:``: what a thread records into the pipeline's memory store when it saves a turn.
+
+    Off unless a kind is switched on; see docs/memory.md ("A thread that records").
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_turns: bool = Field(default=False, description="Record each user message the thread saves.")
+    tool_results: bool = Field(default=False, description="Record each tool result the thread saves.")
+    summaries: bool = Field(default=False, description="Record each summary a compaction step made in the turn's builds.")
+    namespace: str | None = Field(default=None, description="Memory namespace to record into (default: the store's 'default').")
+    max_chars: int = Field(default=2000, ge=1, description="Most characters of one memory; longer text is cut.")
+    ids: bool = Field(default=True, description="Record with ids derived from the messages (false for stores that assign ids, such as mem0).")
+
+
 class StepSpec(BaseModel):
-    """One component in a pipeline: ``type`` plus its own options."""
+    """One component in a pipeline: ``type`` plus its own options (and, for ``memory:`` only, ``record``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -93,16 +110,17 @@ class StepSpec(BaseModel):
     optional: bool = False
     enabled: bool = True
     options: dict[str, Any] = Field(default_factory=dict)
+    record: MemoryRecordSpec | None = None
 
     @classmethod
-    def from_raw(cls, raw: Any) -> Any:
-        """Accept ``"name"`` or ``{type: name, id:, optional:, **options}``."""
+    def from_raw(cls, raw: Any, keys: tuple[str, ...] = _STEP_KEYS) -> Any:
+        """Accept ``"name"`` or ``{type: name, id:, optional:, **options}``; ``keys`` are the step's own keys."""
         if isinstance(raw, str):
             return {"type": raw}
         if isinstance(raw, Mapping):
             return {
-                **{k: raw[k] for k in _STEP_KEYS if k in raw},
-                "options": {k: v for k, v in raw.items() if k not in _STEP_KEYS},
+                **{k: raw[k] for k in keys if k in raw},
+                "options": {k: v for k, v in raw.items() if k not in keys},
             }
         return raw
 
@@ -127,8 +145,8 @@ class PipelineSpec(BaseModel):
 
     @field_validator("counter", "checkpointer", "threads", "memory", mode="before")
     @classmethod
-    def _one_step(cls, raw: Any) -> Any:
-        return None if raw is None else StepSpec.from_raw(raw)
+    def _one_step(cls, raw: Any, info: ValidationInfo) -> Any:
+        return None if raw is None else StepSpec.from_raw(raw, _keys_of(str(info.field_name)))
 
     @field_validator("providers", "filters", mode="before")
     @classmethod
@@ -299,6 +317,12 @@ class Pipeline:
         return self._checkpointer
 
     @property
+    def memory_record(self) -> MemoryRecordSpec | None:
+        """``memory: record:``: what threads record into :attr:`memory` when they save, or ``None`` (the default: nothing)."""
+        spec = self.spec.memory
+        return spec.record if spec is not None and spec.enabled else None
+
+    @property
     def memory(self) -> Any:
         """The configured long-term memory store (compiles on first access), or ``None``."""
         self.builder()
@@ -375,6 +399,11 @@ class Pipeline:
         return await self.builder().abuild(state, runtime)
 
 
+def _keys_of(slot: str) -> tuple[str, ...]:
+    """The keys a step of ``slot`` keeps for itself (not its component's options): ``memory`` adds ``record``."""
+    return _STEP_KEYS + ("record",) if slot == "memory" else _STEP_KEYS
+
+
 def _raw_steps(data: Mapping[str, Any], slot: str, many: bool) -> list[tuple[tuple[Any, ...], StepSpec]]:
     """The well-formed steps of ``slot`` in the raw data (malformed ones are reported by the spec pass)."""
     raw = data.get(slot)
@@ -390,7 +419,7 @@ def _raw_steps(data: Mapping[str, Any], slot: str, many: bool) -> list[tuple[tup
     out = []
     for path, item in items:
         try:
-            out.append((path, StepSpec.model_validate(StepSpec.from_raw(item))))
+            out.append((path, StepSpec.model_validate(StepSpec.from_raw(item, _keys_of(slot)))))
         except ValidationError:
             continue
     return out
@@ -403,6 +432,8 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
         return list(ModelSpec.model_fields)
     if len(loc) == 2 and loc[0] == "prompts":
         return list(PromptTexts.model_fields)
+    if len(loc) == 3 and loc[:2] == ("memory", "record"):
+        return list(MemoryRecordSpec.model_fields)
     if len(loc) == 2 and loc[0] == "target":
         return [f.alias or name for name, f in TargetSpec.model_fields.items()]
     return []

@@ -28,10 +28,12 @@ from typing import Any, ClassVar
 
 from ctxcore.engine.builder import BuiltContext
 from ctxcore.errors import InvalidHistory, StaleWrite
+from ctxcore.kit.offload import DEFAULT_RETRIEVE_CHARS, resolve_handle, run_context_retrieve
 from ctxcore.kit.threadlog import THREAD_LOG_FORMAT, ThreadSnapshot, encode_messages, extend_view, view_of
 from ctxcore.model.anthropic_io import messages_from_anthropic
 from ctxcore.model.messages import Message
 from ctxcore.pipeline.spec import Pipeline, register_thread_factories
+from ctxcore.runtime.memory_record import record_turn, summaries_of
 from ctxcore.runtime.replies import message_from_reply
 from ctxcore.runtime.thread_migrate import THREAD_FORMAT, legacy_thread, messages_of, saved_messages
 
@@ -72,6 +74,8 @@ class Thread:
         self._turn_runtime: dict[str, Any] = {}
         self._historic = historic  # opened at an older step: readable and forkable, never saved over
         self._view: list[list[int]] | None = None  # the step's view of the log (None: the whole prefix)
+        self._summaries: dict[str, Message] = {}  # summaries built since the last save (memory: record: summaries)
+        self._recorded: set[str] = set()  # ids this thread object recorded into long-term memory
         self._log_end = 0  # how many messages the log holds as of the loaded or last saved step
         if snapshot is not None:
             shown, self._view = view_of(snapshot)
@@ -128,6 +132,28 @@ class Thread:
         with self._lock:
             return tuple(self._pending())
 
+    def resolve(self, handle: str) -> str:
+        """The exact text of this thread's tool result that an ``offload`` step replaced with ``handle``.
+
+        Only this thread's messages are searched: a handle from another thread
+        names nothing here.
+
+        Raises:
+            KeyError: no tool result of this thread has that handle.
+        """
+        with self._lock:
+            return resolve_handle(self._messages, handle, self.thread_id)
+
+    def context_retrieve(self, arguments: Mapping[str, Any] | str | None, *, max_chars: int = DEFAULT_RETRIEVE_CHARS) -> str:
+        """Run a ``context_retrieve`` tool call (its arguments as the model sent them): the text to add as its result.
+
+        Returns up to ``max_chars`` characters of the offloaded result from the
+        requested offset, with a note on where the rest starts; a wrong argument
+        or an unknown handle gives an ``error: ...`` text the model can act on.
+        """
+        with self._lock:
+            return run_context_retrieve(self._messages, arguments, self.thread_id, max_chars=max_chars)
+
     # ------------------------------------------------------------ the turn
     def add_user(self, content: str | Sequence[Any], **runtime: Any) -> Message:
         """Append a user message: text, or content blocks (ctxcore blocks, OpenAI parts or Anthropic blocks).
@@ -154,7 +180,7 @@ class Thread:
     def build(self, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """The pipeline's build over this thread's messages (``state[state_key]``)."""
         state, merged = self._build_args(runtime)
-        return self.pipeline.build(state, merged)
+        return self._built(self.pipeline.build(state, merged))
 
     def add_response(self, response: Any) -> Message:
         """Append the model's reply: OpenAI chat completion (or its message), Responses API response, Anthropic Message; or their dicts.
@@ -216,7 +242,9 @@ class Thread:
             except StaleWrite as exc:
                 raise self._stale(exc) from exc
             self._view, self._log_end = view, record.messages
+            saved = self._messages[self._stored:count]
             self._saved_at(record.step, count)
+            self._record_memories(saved, int(record.step))
         return int(record.step)
 
     # ------------------------------------------------------------ async
@@ -227,7 +255,7 @@ class Thread:
     async def abuild(self, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Async form of :meth:`build` (providers' ``aget_messages`` run concurrently)."""
         state, merged = self._build_args(runtime)
-        return await self.pipeline.abuild(state, merged)
+        return self._built(await self.pipeline.abuild(state, merged))
 
     async def aadd_response(self, response: Any) -> Message:
         """Async form of :meth:`add_response`."""
@@ -242,6 +270,28 @@ class Thread:
         return await asyncio.to_thread(self.save)
 
     # ------------------------------------------------------------ internals
+    def _built(self, built: BuiltContext) -> BuiltContext:
+        """Keep the build's summaries for ``memory: record: summaries`` (nothing when recording is off)."""
+        spec = self.pipeline.memory_record
+        if spec is not None and spec.summaries:
+            with self._lock:
+                self._summaries.update((m.id, m) for m in summaries_of(built.messages))
+        return built
+
+    def _record_memories(self, saved: list[Message], step: int) -> None:
+        """``memory: record:``: record the saved turn into the pipeline's memory store (after the save landed)."""
+        spec = self.pipeline.memory_record
+        summaries, self._summaries = list(self._summaries.values()), {}
+        store = self.pipeline.memory if spec is not None else None
+        if store is None:
+            return
+        try:
+            record_turn(store, spec, self.thread_id, saved, summaries, self._recorded)
+        except Exception as exc:
+            exc.add_note(f"thread {self.thread_id!r}: step {step} was saved; recording it into long-term memory "
+                         "(memory: record:) failed")
+            raise
+
     def _append(self, message: Message) -> None:
         """Append ``message`` once its JSON is known to be storable (``UnstorableState`` otherwise, nothing appended)."""
         dump = message.model_dump(mode="json")

@@ -1,4 +1,4 @@
-"""Filters for ctxcore: unit-aware budgets (``max_messages``, ``token_budget``), the ``compaction`` ladder, ``merge_same_role``, ``budget_hint``.
+"""Filters for ctxcore: unit-aware budgets (``max_messages``, ``token_budget``), the ``compaction`` ladder, ``merge_same_role``, ``budget_hint``, ``offload``.
 
 The compaction ladder (``Compaction``, ``PlanAuditError``, ``audit_plans``) is
 imported on first use, as ``plugin.py``'s factory does: loading the plugin for
@@ -25,6 +25,7 @@ from ctxcore_filters.merge_same_role import (
     MergeSameRoleConfig,
     merge_messages,
 )
+from ctxcore_filters.offload import Offload, OffloadConfig
 from ctxcore_filters.token_budget import TokenBudget, TokenBudgetConfig
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "MaxMessagesConfig",
     "MergeSameRole",
     "MergeSameRoleConfig",
+    "Offload",
+    "OffloadConfig",
     "PlanAuditError",
     "SummarizerError",
     "TokenBudget",

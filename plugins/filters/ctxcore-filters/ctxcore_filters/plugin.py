@@ -9,6 +9,7 @@ from ctxcore_filters.budget_hint import BudgetHint, BudgetHintConfig
 from ctxcore_filters.compaction_config import CompactionConfig
 from ctxcore_filters.max_messages import MaxMessages, MaxMessagesConfig
 from ctxcore_filters.merge_same_role import MergeSameRole, MergeSameRoleConfig
+from ctxcore_filters.offload import Offload, OffloadConfig
 from ctxcore_filters.token_budget import TokenBudget, TokenBudgetConfig
 
 
@@ -30,13 +31,17 @@ def _merge_same_role(config: MergeSameRoleConfig) -> MergeSameRole:
     return MergeSameRole(config.roles, config.separator)
 
 
+def _offload(config: OffloadConfig) -> Offload:
+    return Offload(config)
+
+
 def _budget_hint(config: BudgetHintConfig) -> BudgetHint:
     return BudgetHint(config.max_tokens, config.role, config.template)
 
 
 @hookimpl
 def register_filters(register: Any) -> None:
-    """Offer the message-count, token-budget, merge and budget-hint filters."""
+    """Offer the message-count, token-budget, merge, budget-hint, compaction and offload filters."""
     register("max_messages", _max_messages, config=MaxMessagesConfig,
              description="Pinned prefix plus the newest N messages, by whole tool-call units.")
     register("token_budget", _token_budget, config=TokenBudgetConfig,
@@ -47,3 +52,5 @@ def register_filters(register: Any) -> None:
              description="Append a message telling the model its budget: total, used, remaining, pressure.")
     register("compaction", _compaction, config=CompactionConfig,
              description="Progressive ladder (tool results, trim, summarize, consolidate) between water marks.")
+    register("offload", _offload, config=OffloadConfig,
+             description="Replace a too-big tool result with a quoted preview plus a handle context_retrieve resolves.")
