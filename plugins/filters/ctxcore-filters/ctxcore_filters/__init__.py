@@ -1,4 +1,4 @@
-"""Filters for ctxcore: unit-aware budgets (``max_messages``, ``token_budget``), the ``compaction`` ladder, ``merge_same_role``, ``budget_hint``.
+"""Filters for ctxcore: unit-aware budgets (``max_messages``, ``token_budget``), the ``compaction`` ladder, ``merge_same_role``, ``budget_hint``, ``recall``.
 
 The compaction ladder (``Compaction``, ``PlanAuditError``, ``audit_plans``) is
 imported on first use, as ``plugin.py``'s factory does: loading the plugin for
@@ -25,6 +25,8 @@ from ctxcore_filters.merge_same_role import (
     MergeSameRoleConfig,
     merge_messages,
 )
+from ctxcore_filters.recall import Recall, RecallConfig, RecalledUnit
+from ctxcore_filters.recall_index import Embedder, RecallIndex
 from ctxcore_filters.token_budget import TokenBudget, TokenBudgetConfig
 
 __all__ = [
@@ -37,12 +39,17 @@ __all__ = [
     "CompactionCancelled",
     "CompactionConfig",
     "CompactionTimeout",
+    "Embedder",
     "ExtractiveSummarizer",
     "MaxMessages",
     "MaxMessagesConfig",
     "MergeSameRole",
     "MergeSameRoleConfig",
     "PlanAuditError",
+    "Recall",
+    "RecallConfig",
+    "RecallIndex",
+    "RecalledUnit",
     "SummarizerError",
     "TokenBudget",
     "TokenBudgetConfig",
