@@ -199,13 +199,17 @@ def ctxcore_system(budget: int, recall: bool) -> Callable[[Case], tuple[str, int
     return run
 
 
+def encoding() -> Any:
+    """The cl100k tiktoken encoding, loaded offline the way ctxcore's tiktoken counter loads it."""
+    return ctxcore_pipeline(1_000, False).builder().counter.counter._encoding
+
+
 def langchain_system(budget: int) -> Callable[[Case], tuple[str, int]]:
     """Trim a case with LangChain's trim_messages (last, start on human, system kept)."""
-    import tiktoken
     from langchain_core.messages import trim_messages
     from langchain_side import ExactCl100kCounter, to_langchain
 
-    counter = ExactCl100kCounter(tiktoken.get_encoding("cl100k_base"))
+    counter = ExactCl100kCounter(encoding())
 
     def run(case: Case) -> tuple[str, int]:
         messages = to_langchain(case.messages, SYSTEM_PROMPT)
@@ -300,11 +304,9 @@ def markdown(results: dict[str, Any]) -> str:
 
 def run(n_cases: int, seed: int, budgets: tuple[int, ...], sizes: tuple[int, ...], target_tokens: int, command: str) -> dict[str, Any]:
     """Generate the cases, measure every system and the next turns; the results as a dict."""
-    import tiktoken
-
     cases = make_cases(n_cases, seed, target_tokens)
-    encoding = tiktoken.get_encoding("cl100k_base")
-    mean_tokens = statistics.mean(sum(len(encoding.encode(m["content"])) for m in c.messages) for c in cases[:20])
+    enc = encoding()
+    mean_tokens = statistics.mean(sum(len(enc.encode(m["content"])) for m in c.messages) for c in cases[:20])
     return {"command": command, "cases": n_cases, "seed": seed, "budgets": list(budgets), "mean_tokens": mean_tokens,
             "retention": retention(cases, budgets), "next_turn": next_turns(sizes)}
 

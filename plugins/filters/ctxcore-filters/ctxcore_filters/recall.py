@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ctxcore import FilterContext, Message, group_units, human
-from ctxcore.kit import CLOSE_MARKER, OPEN_MARKER, neutralize_markers
+from ctxcore.kit import CLOSE_MARKER, OPEN_MARKER, neutralize_markers, structure_of
 from ctxcore_filters.recall_index import Embedder, RecallIndex, Scored, message_text
 
 __all__ = ["Recall", "RecallConfig", "RecalledUnit"]
@@ -78,6 +78,7 @@ class RecalledUnit:
     score: float
     why: str
     tokens: int
+    quote: str
 
 
 class Recall:
@@ -89,6 +90,8 @@ class Recall:
         self.config = config or RecallConfig(**options)
         self.embedder = _load_embedder(self.config.embedder)
         self._indexes: OrderedDict[str, RecallIndex] = OrderedDict()
+        self._last: dict[int, tuple[Any, int]] = {}  # id(index) -> the structure it was synced with, and its start
+        self._counts: dict[int, tuple[Message, int]] = {}  # id(message) -> (message, tokens): the last window's counts
 
     def reference(self) -> Recall:
         """A new twin with the same settings and no index: it must recall exactly what this one does."""
@@ -109,38 +112,48 @@ class Recall:
         current = _current_user(window)
         if current is None or len(given) <= len(window):
             return window  # no user turn to rank against, or nothing was evicted
-        history = _history(given)
-        if not history:
+        structure = structure_of(given)
+        start = _history_start(structure)
+        if start >= len(structure):
             return window
-        index = self._index_for(history)
-        index.sync(history)
-        chosen = self._choose(index, window, current, budget, ctx)
+        items = structure[start:]  # the stored items: identity-stable, read as messages only when new
+
+        def read(a: int, b: int) -> Sequence[Message]:
+            return given[start + a:start + b]
+
+        index = self._index_for(items)
+        last = self._last.get(id(index))
+        known = structure.shares(last[0]) - start if last is not None and last[1] == start and hasattr(structure, "shares") else 0
+        index.sync(items, read, known)
+        self._last[id(index)] = (structure, start)
+        chosen = self._choose(index, window, current, budget, ctx, read)
         if not chosen:
             return window
         return self._place(window, current, chosen, budget, ctx)
 
-    def _index_for(self, history: Sequence[Message]) -> RecallIndex:
+    def _index_for(self, items: Sequence[Any]) -> RecallIndex:
         """The index of this conversation (keyed by its first message's id), least recently used dropped past ``max_threads``."""
-        key = history[0].id
+        key = items[0].id
         index = self._indexes.pop(key, None)
         if index is None:
             index = RecallIndex(self.embedder)
         self._indexes[key] = index
         while len(self._indexes) > self.config.max_threads:
-            self._indexes.popitem(last=False)
+            self._last.pop(id(self._indexes.popitem(last=False)[1]), None)
         return index
 
-    def recall(self, index: RecallIndex, window: Sequence[Message], query: str, share: int, counter: Any) -> list[RecalledUnit]:
-        """The units to bring back: best first by score, whole, not in ``window``, within ``share`` tokens and ``max_units``."""
-        in_window = {m.id for m in window}
-        messages, units = index.messages, index.units
+    def recall(
+        self, index: RecallIndex, window: Sequence[Message], query: str, share: int, counter: Any,
+        read: Callable[[int, int], Sequence[Message]],
+    ) -> list[RecalledUnit]:
+        """The units to bring back: best first by score, whole, not in ``window``, within ``share`` tokens and ``max_units``.
 
-        def eligible(doc: int) -> bool:
-            m = messages[doc]
-            return m.id not in in_window and m.zone != "protected" and m.role != "system"
-
+        ``read(a, b)`` gives the messages of documents ``a`` to ``b``: only the units quoted are read.
+        """
+        before = index.first_of(m.id for m in window)  # everything older than the window's oldest message
+        units, blocked = index.units, index.blocked
         best: dict[int, Scored] = {}
-        for scored in index.rank(query, eligible):
+        for scored in index.rank(query, before, limit=8 * self.config.max_units):
             if scored.bm25 <= self.config.min_score and scored.cosine is None:
                 continue
             best.setdefault(units[scored.doc], scored)  # ranked best first: the unit's best message speaks for it
@@ -152,24 +165,27 @@ class Recall:
             end = start + 1
             while end < len(units) and units[end] == start:
                 end += 1
-            unit = tuple(messages[start:end])
-            if not all(map(eligible, range(start, end))):
+            if end > before or any(d in blocked for d in range(start, end)):
                 continue  # part of the unit is in the window: never half a unit, never a duplicate
-            tokens = counter.count_text(_quote(unit, start + 1))
+            unit = tuple(read(start, end))
+            quote, tokens = index.quotes.get(start) or index.quotes.setdefault(start, _quoted(unit, start + 1, counter))
             if used + tokens > share:
                 continue
             used += tokens
-            chosen.append(RecalledUnit(unit, start + 1, scored.score, scored.why(), tokens))
+            chosen.append(RecalledUnit(unit, start + 1, scored.score, scored.why(), tokens, quote))
         return sorted(chosen, key=lambda u: u.position)
 
-    def _choose(self, index: RecallIndex, window: list[Message], current: int, budget: int, ctx: FilterContext) -> list[RecalledUnit]:
+    def _choose(
+        self, index: RecallIndex, window: list[Message], current: int, budget: int, ctx: FilterContext,
+        read: Callable[[int, int], Sequence[Message]],
+    ) -> list[RecalledUnit]:
         query = _strip_runtime(window[current].text)
-        return self.recall(index, window, query, int(budget * self.config.budget_share), ctx.counter)
+        return self.recall(index, window, query, int(budget * self.config.budget_share), ctx.counter, read)
 
     def _place(self, window: list[Message], current: int, chosen: list[RecalledUnit], budget: int, ctx: FilterContext) -> list[Message]:
         """Insert the block before the current user turn; drop the oldest window units until the request fits."""
         block = _block(chosen, ctx.step_id)
-        count = ctx.counter.count_message
+        count = self._counter(window, ctx)
         total = ctx.counter.priming + sum(map(count, window)) + count(block)
         pinned = _pinned(window)
         rest = window[pinned:]
@@ -197,6 +213,22 @@ class Recall:
         return kept[:at] + [block] + kept[at:]
 
 
+    def _counter(self, window: list[Message], ctx: FilterContext) -> Callable[[Message], int]:
+        """``count_message`` through a memo of the last window's counts by object (the kept window barely changes)."""
+        old, new = self._counts, {}
+        count = ctx.counter.count_message
+        for m in window:
+            hit = old.get(id(m))
+            new[id(m)] = hit if hit is not None and hit[0] is m else (m, count(m))
+        self._counts = new
+
+        def counted(m: Message) -> int:
+            hit = new.get(id(m))
+            return hit[1] if hit is not None and hit[0] is m else count(m)
+
+        return counted
+
+
 def _current_user(window: Sequence[Message]) -> int | None:
     """The index of the last user message of the window (the current turn's question), if any."""
     for i in range(len(window) - 1, -1, -1):
@@ -212,15 +244,15 @@ def _pinned(window: Sequence[Message]) -> int:
     return n
 
 
-def _history(given: Sequence[Message]) -> Sequence[Message]:
-    """The conversation part of the budget's input: after the leading system and protected messages."""
-    n, total = 0, len(given)
+def _history_start(structure: Sequence[Any]) -> int:
+    """Where the conversation starts in the budget's input: after the leading system and protected messages."""
+    n, total = 0, len(structure)
     while n < total:
-        m = given[n]
+        m = structure[n]
         if m.role != "system" and m.zone != "protected":
             break
         n += 1
-    return given[n:]
+    return n
 
 
 def _strip_runtime(text: str) -> str:
@@ -249,8 +281,13 @@ def _quote(unit: Sequence[Message], position: int) -> str:
     return "\n".join(lines)
 
 
+def _quoted(unit: Sequence[Message], position: int, counter: Any) -> tuple[str, int]:
+    quote = _quote(unit, position)
+    return quote, counter.count_text(quote)
+
+
 def _block(chosen: Sequence[RecalledUnit], source: str) -> Message:
-    text = "\n".join([HEADING, *(_quote(u.messages, u.position) for u in chosen)])
+    text = "\n".join([HEADING, *(u.quote for u in chosen)])
     meta = [{"message": u.position, "ids": [m.id for m in u.messages], "score": round(u.score, 4), "why": u.why}
             for u in chosen]
     return human(text, trust="untrusted", zone="dynamic", source=source, metadata={"recall": meta})

@@ -1,22 +1,25 @@
 """An incremental BM25 index over one conversation's messages, with optional embeddings for hybrid ranking.
 
-Invariant: after ``index.sync(messages)`` the index equals a fresh
-``RecallIndex().sync(messages)`` (the same documents, units, postings and
+Invariant: after ``index.sync(items)`` the index equals a fresh
+``RecallIndex().sync(items)`` (the same documents, units, postings and
 lengths), whatever syncs came before. A sync keeps the longest prefix it
-indexed whose messages are the very same objects and re-indexes from the first
+indexed whose items are the very same objects and re-indexes from the first
 change, so a next turn tokenizes only the new messages, and an edited or
-truncated history is indexed again from the edit. Why: a thread of 20,000
-messages must not be re-tokenized on every build.
+truncated history is indexed again from the edit. The items may be a lazy
+history's stored items (:func:`ctxcore.kit.structure_of`, identity-stable
+across builds): then only the new ones are read as messages. Why: a thread of
+20,000 messages must not be re-read or re-tokenized on every build.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import is_
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ctxcore import Message
 
@@ -91,23 +94,38 @@ class RecallIndex:
     def __init__(self, embedder: Embedder | None = None, k1: float = 1.2, b: float = 0.75) -> None:
         self.embedder = embedder
         self.k1, self.b = k1, b
-        self.messages: list[Message] = []
+        self.items: list[Any] = []  # what was indexed: messages, or a lazy history's stored items
         self.units: list[int] = []
+        self.ids: list[str] = []  # per document, read from its message (a stand-in's id may cost a hash)
+        self.recallable: list[bool] = []  # not a system message, not protected (those are always sent)
+        self.quotes: dict[int, tuple[str, int]] = {}  # unit start -> (quoted text, tokens), filled by the caller
+        self.docs: dict[str, int] = {}  # message id -> its (last) document
+        self.blocked: set[int] = set()  # documents never recalled: system or protected messages
         self.tfs: list[Counter[str]] = []
         self.lengths: list[int] = []
         self.postings: dict[str, dict[int, int]] = {}
         self.total_length = 0
         self.vectors: list[tuple[float, ...]] = []
 
-    def sync(self, messages: Sequence[Message]) -> int:
-        """Make the index hold exactly ``messages``; return how many leading documents were kept as they were."""
-        keep = _common_prefix(self.messages, messages)
+    def sync(
+        self, items: Sequence[Any], read: Callable[[int, int], Sequence[Message]] | None = None, known: int = 0,
+    ) -> int:
+        """Make the index hold exactly ``items``; return how many leading documents were kept as they were.
+
+        ``read(a, b)`` gives the messages of ``items[a:b]`` (default: the items
+        are messages); it is called for the new part only. ``known`` is how
+        many leading items the caller has proved unchanged since the last sync
+        (a view's :meth:`~ctxcore.kit.Snapshot.shares`): they are not compared.
+        """
+        keep = _common_prefix(self.items, items, min(known, len(self.items), len(items)))
         self._truncate(keep)
-        self._extend(messages[keep:] if keep else messages)
+        if keep < len(items):
+            new = items[keep:] if keep else list(items)
+            self._extend(new, new if read is None else read(keep, len(items)))
         return keep
 
     def _truncate(self, keep: int) -> None:
-        for doc in range(keep, len(self.messages)):
+        for doc in range(keep, len(self.items)):
             tf = self.tfs[doc]
             for term in tf:
                 posting = self.postings[term]
@@ -115,15 +133,26 @@ class RecallIndex:
                 if not posting:
                     del self.postings[term]
             self.total_length -= self.lengths[doc]
-        del self.messages[keep:], self.units[keep:], self.tfs[keep:], self.lengths[keep:], self.vectors[keep:]
+        for start in [u for u in self.quotes if u >= (self.units[keep] if keep < len(self.units) else keep)]:
+            del self.quotes[start]
+        for doc in range(keep, len(self.ids)):
+            if self.docs.get(self.ids[doc]) == doc:
+                del self.docs[self.ids[doc]]
+            self.blocked.discard(doc)
+        del self.ids[keep:], self.recallable[keep:]
+        del self.items[keep:], self.units[keep:], self.tfs[keep:], self.lengths[keep:], self.vectors[keep:]
 
-    def _extend(self, new: Sequence[Message]) -> None:
-        new = list(new)
-        texts = [message_text(m) for m in new]
-        for m, text in zip(new, texts, strict=True):
-            doc = len(self.messages)
-            previous = self.messages[-1] if self.messages else None
-            joins = m.role == "tool" and previous is not None and (previous.tool_calls or previous.role == "tool")
+    def _extend(self, items: Sequence[Any], messages: Sequence[Message]) -> None:
+        texts = [message_text(m) for m in messages]
+        for item, m, text in zip(items, messages, texts, strict=True):
+            doc = len(self.items)
+            self.ids.append(m.id)
+            self.docs[m.id] = doc
+            self.recallable.append(m.role != "system" and m.zone != "protected")
+            if not self.recallable[-1]:
+                self.blocked.add(doc)
+            previous = self.items[-1] if self.items else None
+            joins = item.role == "tool" and previous is not None and (previous.has_tool_calls or previous.role == "tool")
             self.units.append(self.units[-1] if joins else doc)
             tf = Counter(terms(text))
             for term, n in tf.items():
@@ -131,61 +160,78 @@ class RecallIndex:
             length = sum(tf.values())
             self.total_length += length
             self.lengths.append(length)
-            self.messages.append(m)
+            self.items.append(item)
             self.tfs.append(tf)
-        if self.embedder is not None and new:
+        if self.embedder is not None and texts:
             self.vectors.extend(_vectors(self.embedder, texts))
 
-    def rank(self, query: str, eligible: Callable[[int], bool]) -> list[Scored]:
-        """Documents with ``eligible(doc)`` true that share a term with ``query`` (or, hybrid, any), best first.
+    def first_of(self, ids: Iterable[str]) -> int:
+        """The first document holding one of ``ids`` (the window's oldest indexed message), or the document count."""
+        docs = self.docs
+        return min((docs[i] for i in ids if i in docs), default=len(self.items))
+
+    def rank(self, query: str, before: int, limit: int = 50) -> list[Scored]:
+        """The ``limit`` best recallable documents below ``before`` sharing a term with ``query`` (hybrid: any), best first.
 
         BM25 alone ranks by its score; with an embedder the BM25 and cosine
         rankings are fused by reciprocal rank (k = 60), the usual hybrid that
         needs no score calibration.
         """
-        bm25, matched = self._bm25(terms(query), eligible)
+        query_terms = list(dict.fromkeys(terms(query)))
+        bm25 = self._bm25(query_terms, before)
         if self.embedder is None:
-            scored = [Scored(d, s, s, tuple(matched[d]), None) for d, s in bm25.items()]
-            return sorted(scored, key=lambda s: (-s.score, s.doc))
+            best = heapq.nsmallest(limit, bm25, key=lambda d: (-bm25[d], d))
+            return [Scored(d, bm25[d], bm25[d], self._matched(d, query_terms), None) for d in best]
         q = _vectors(self.embedder, [query])[0]
-        cosines = {d: _cosine(q, self.vectors[d]) for d in range(len(self.messages)) if eligible(d)}
+        cosines = {d: _cosine(q, self.vectors[d]) for d in range(before) if d not in self.blocked}
         fused: dict[int, float] = {}
         for ranking in (bm25, cosines):
             for rank, d in enumerate(sorted(ranking, key=lambda d: (-ranking[d], d))):
                 fused[d] = fused.get(d, 0.0) + 1.0 / (61 + rank)
-        scored = [Scored(d, s, bm25.get(d, 0.0), tuple(matched.get(d, ())), cosines[d]) for d, s in fused.items()]
-        return sorted(scored, key=lambda s: (-s.score, s.doc))
+        best = heapq.nsmallest(limit, fused, key=lambda d: (-fused[d], d))
+        return [Scored(d, fused[d], bm25.get(d, 0.0), self._matched(d, query_terms), cosines[d]) for d in best]
 
-    def _bm25(self, query_terms: list[str], eligible: Callable[[int], bool]) -> tuple[dict[int, float], dict[int, list[str]]]:
-        n = len(self.messages)
+    def _matched(self, doc: int, query_terms: list[str]) -> tuple[str, ...]:
+        tf = self.tfs[doc]
+        return tuple(t for t in query_terms if t in tf)
+
+    def _bm25(self, query_terms: list[str], before: int) -> dict[int, float]:
+        """BM25 of every recallable document below ``before`` that holds a query term (one pass per term's postings)."""
+        n = len(self.items)
         if not n:
-            return {}, {}
-        average = self.total_length / n or 1.0
+            return {}
+        k1, blocked, lengths = self.k1, self.blocked, self.lengths
+        base, per_length = k1 * (1 - self.b), k1 * self.b / (self.total_length / n or 1.0)
         scores: dict[int, float] = {}
-        matched: dict[int, list[str]] = {}
-        for term in dict.fromkeys(query_terms):
+        get = scores.get
+        for term in query_terms:
             posting = self.postings.get(term)
             if not posting:
                 continue
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5)) * (k1 + 1)
             for doc, tf in posting.items():
-                if not eligible(doc):
-                    continue
-                norm = tf + self.k1 * (1 - self.b + self.b * self.lengths[doc] / average)
-                scores[doc] = scores.get(doc, 0.0) + idf * tf * (self.k1 + 1) / norm
-                matched.setdefault(doc, []).append(term)
-        return scores, matched
+                if doc < before and doc not in blocked:
+                    scores[doc] = get(doc, 0.0) + idf * tf / (tf + base + per_length * lengths[doc])
+        return scores
 
 
-def _common_prefix(seen: list[Message], messages: Sequence[Message]) -> int:
-    """How many leading items of ``messages`` are the very objects ``seen`` holds (a binary search, C-level compares)."""
-    n = min(len(seen), len(messages))
-    if n == 0:
-        return 0
-    head = messages[:n]
-    if all(map(is_, head, seen)):
+def _common_prefix(seen: list[Any], items: Sequence[Any], known: int = 0) -> int:
+    """How many leading ``items`` are the very objects ``seen`` holds, the first ``known`` taken as proven.
+
+    A gallop back from the end, then a binary search; each probe is one C-level pass.
+    """
+    n = min(len(seen), len(items))
+    if known >= n:
         return n
-    lo, hi = 0, n - 1  # invariant: the first lo items are shared; item hi (or one before it) is not
+    head = items[:n]
+    if all(map(is_, head[known:], seen[known:n])):
+        return n
+    lo, hi, step = known, n - 1, 1  # invariant: the first lo items are shared; the first hi + 1 are not
+    while hi - step > lo:  # gallop back from the end: a next turn differs only in its last few items
+        if all(map(is_, head[lo:hi - step], seen[lo:hi - step])):
+            lo = hi - step
+            break
+        hi, step = hi - step - 1, step * 2
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if all(map(is_, head[lo:mid], seen[lo:mid])):

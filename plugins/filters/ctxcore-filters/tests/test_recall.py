@@ -225,7 +225,7 @@ def _fresh(messages: list[Message]) -> RecallIndex:
 
 def _state(index: RecallIndex) -> tuple:
     postings = {t: dict(p) for t, p in index.postings.items()}
-    return ([m.id for m in index.messages], index.units, index.lengths, index.total_length, postings)
+    return ([m.id for m in index.items], index.units, index.lengths, index.total_length, postings)
 
 
 _message = st.builds(
