@@ -153,6 +153,26 @@ filters: [token_budget, {type: recall, budget_share: 0.25, max_units: 2}]
         assert text.index("type: recall") > text.index("type: token_budget")
         preset_pipeline("agent", env={}).builder()  # compiles with recall in it
 
+    def test_works_in_a_thread_reopened_from_sqlite(self, tmp_path) -> None:
+        """A saved sqlite thread, reopened in a new pipeline, recalls the evicted fact on its next turn."""
+        yaml = f"""
+version: 1
+model: {{context_window: 500, reserve_output_tokens: 0}}
+counter: {{type: approximate}}
+providers: [{{type: static_prompt, text: Be brief.}}, history]
+filters: [token_budget, recall]
+checkpointer: {{type: sqlite, path: {tmp_path / 'threads.db'}}}
+"""
+        thread = Pipeline.from_string(yaml).thread("t1")
+        for m in _history():
+            thread.add_user(m.text) if m.role == "user" else thread.add_response({"role": "assistant", "content": m.text})
+        thread.save()
+        again = Pipeline.from_string(yaml).thread("t1")
+        again.add_user("Where did my sister Clara move to?")
+        built = again.build()
+        block = next(m for m in built.messages if m.source == "recall")
+        assert "Lisbon" in block.text and built.report.total_tokens <= 500
+
     def test_an_embedder_can_rank_a_paraphrase_bm25_misses(self) -> None:
         """With a (deterministic stub) embedder, hybrid ranking recalls a fact that shares no word with the question."""
 
@@ -206,7 +226,7 @@ class TestIndex:
         docs = [human("alpha beta"), human("alpha alpha gamma delta"), human("gamma")]
         index = RecallIndex()
         index.sync(docs)
-        scored = {s.doc: s.bm25 for s in index.rank("alpha", lambda d: True)}
+        scored = {s.doc: s.bm25 for s in index.rank("alpha", before=3)}
         avg = (2 + 4 + 1) / 3
         idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
         expected = idf * 2 * 2.2 / (2 + 1.2 * (1 - 0.75 + 0.75 * 4 / avg))
