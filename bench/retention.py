@@ -16,7 +16,7 @@ A case is retained when the request sent to the model holds the fact's value
 
 - LangChain ``trim_messages`` (``strategy="last"``, ``start_on="human"``, the
   system prompt kept), counted with the exact cl100k rule of
-  ``bench/langchain_side.py``;
+  ``bench/langchain_side.py`` (memoised per message: the same counts, faster);
 - ctxcore ``history`` + ``token_budget`` (what a thread does without recall);
 - ctxcore with ``recall`` after the budget (defaults: ``budget_share: 0.15``,
   ``max_units: 6``; BM25 only, no embeddings).
@@ -174,10 +174,20 @@ def make_cases(n: int, seed: int, target_tokens: int = TARGET_TOKENS) -> list[Ca
 # ---------------------------------------------------------------------------- systems
 def ctxcore_pipeline(budget: int, recall: bool, encoding: str = "cl100k_base") -> Any:
     """The ctxcore pipeline measured: a system prompt, the history, token_budget (and recall after it)."""
-    from ctxcore import Pipeline
+    import ctxcore_counters.plugin
+    import ctxcore_filters.plugin
+    import ctxcore_providers.plugin
 
+    from ctxcore import Pipeline
+    from ctxcore.testing import fresh_host
+
+    host = fresh_host(
+        ("ctxcore-providers", ctxcore_providers.plugin),
+        ("ctxcore-filters", ctxcore_filters.plugin),
+        ("ctxcore-counters", ctxcore_counters.plugin),
+    )
     filters = "[token_budget, recall]" if recall else "[token_budget]"
-    return Pipeline.from_string(f"""
+    return Pipeline.from_string(host=host, file="<bench/retention.py>", text=f"""
 version: 1
 model: {{context_window: {budget}, reserve_output_tokens: 0}}
 counter: {{type: tiktoken, encoding: {encoding}}}
@@ -207,9 +217,9 @@ def encoding() -> Any:
 def langchain_system(budget: int) -> Callable[[Case], tuple[str, int]]:
     """Trim a case with LangChain's trim_messages (last, start on human, system kept)."""
     from langchain_core.messages import trim_messages
-    from langchain_side import ExactCl100kCounter, to_langchain
+    from langchain_side import MemoizedCl100kCounter, to_langchain
 
-    counter = ExactCl100kCounter(encoding())
+    counter = MemoizedCl100kCounter(encoding())  # the exact cl100k rule, each message counted once
 
     def run(case: Case) -> tuple[str, int]:
         messages = to_langchain(case.messages, SYSTEM_PROMPT)
