@@ -205,3 +205,23 @@ def test_input_forms_times_every_form(capsys: pytest.CaptureFixture[str]) -> Non
     assert sorted(out) == ["anthropic", "chat", "parts", "responses"]
     assert all(items > 0 and cold > 0 and turn > 0 for items, cold, turn in out.values())
     assert len(capsys.readouterr().out.splitlines()) == 4
+
+
+def test_retention_bench_measures_every_row_and_writes_its_section(tmp_path: Path) -> None:
+    """bench/retention.py at a tiny size: every system row, both question kinds, the next-turn table, its docs section."""
+    import retention
+
+    cases = retention.make_cases(6, seed=1, target_tokens=3_000)
+    assert {c.kind for c in cases} == {"lexical", "paraphrased"}
+    assert all(c.answer in c.messages[c.evidence_at]["content"] for c in cases)
+    assert all(c.evidence_at < 0.9 * len(c.messages) for c in cases)
+    results = retention.run(4, 1, (800,), (60,), 3_000, "python bench/retention.py --quick")
+    assert set(results["retention"]) == set(retention.SYSTEMS)
+    for row in results["retention"].values():
+        assert {"lexical", "paraphrased", "all", "tokens"} <= set(row["800"])
+        assert row["800"]["tokens"] <= 800
+    page = tmp_path / "recall.md"
+    page.write_text("intro\n<!-- bench:retention:start -->\nold\n<!-- bench:retention:end -->\nafter\n", encoding="utf-8")
+    write_section(page, retention.SECTION, retention.markdown(results))
+    text = page.read_text(encoding="utf-8")
+    assert "ctxcore + recall (BM25)" in text and "Next-turn build" in text and text.endswith("after\n")

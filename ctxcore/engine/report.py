@@ -124,6 +124,17 @@ class BuildReport:
         """
         self._dropped.append(_FilteredOut(before, tuple(after), by))
 
+    def filter_input(self, step_id: str) -> Sequence[Message] | None:
+        """What filter ``step_id`` was given in this build (its latest run), or ``None`` if it has not run.
+
+        Lets a later step see what an earlier one removed without the earlier
+        one keeping it: ``recall`` reads the units ``token_budget`` evicted.
+        """
+        for entry in reversed(self._dropped):
+            if isinstance(entry, _FilteredOut) and entry.by == step_id:
+                return entry.before
+        return None
+
     def record_recovered(self, message: Message) -> None:
         """Forget one earlier drop of ``message``: a later step put it back.
 

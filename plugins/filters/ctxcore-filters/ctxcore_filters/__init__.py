@@ -1,4 +1,4 @@
-"""Filters for ctxcore: unit-aware budgets (``max_messages``, ``token_budget``), the ``compaction`` ladder, ``merge_same_role``, ``budget_hint``, ``offload``.
+"""Filters for ctxcore: unit-aware budgets (``max_messages``, ``token_budget``), the ``compaction`` ladder, ``merge_same_role``, ``budget_hint``, ``offload``, ``recall``.
 
 The compaction ladder (``Compaction``, ``PlanAuditError``, ``audit_plans``) is
 imported on first use, as ``plugin.py``'s factory does: loading the plugin for
@@ -26,6 +26,8 @@ from ctxcore_filters.merge_same_role import (
     merge_messages,
 )
 from ctxcore_filters.offload import Offload, OffloadConfig
+from ctxcore_filters.recall import Recall, RecallConfig, RecalledUnit
+from ctxcore_filters.recall_index import Embedder, RecallIndex
 from ctxcore_filters.token_budget import TokenBudget, TokenBudgetConfig
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "CompactionCancelled",
     "CompactionConfig",
     "CompactionTimeout",
+    "Embedder",
     "ExtractiveSummarizer",
     "MaxMessages",
     "MaxMessagesConfig",
@@ -46,6 +49,10 @@ __all__ = [
     "Offload",
     "OffloadConfig",
     "PlanAuditError",
+    "Recall",
+    "RecallConfig",
+    "RecallIndex",
+    "RecalledUnit",
     "SummarizerError",
     "TokenBudget",
     "TokenBudgetConfig",

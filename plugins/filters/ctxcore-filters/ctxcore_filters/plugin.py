@@ -10,6 +10,7 @@ from ctxcore_filters.compaction_config import CompactionConfig
 from ctxcore_filters.max_messages import MaxMessages, MaxMessagesConfig
 from ctxcore_filters.merge_same_role import MergeSameRole, MergeSameRoleConfig
 from ctxcore_filters.offload import Offload, OffloadConfig
+from ctxcore_filters.recall import Recall, RecallConfig
 from ctxcore_filters.token_budget import TokenBudget, TokenBudgetConfig
 
 
@@ -35,6 +36,10 @@ def _offload(config: OffloadConfig) -> Offload:
     return Offload(config)
 
 
+def _recall(config: RecallConfig) -> Recall:
+    return Recall(config)
+
+
 def _budget_hint(config: BudgetHintConfig) -> BudgetHint:
     return BudgetHint(config.max_tokens, config.role, config.template)
 
@@ -50,6 +55,8 @@ def register_filters(register: Any) -> None:
              description="Merge consecutive messages of the same role (for providers that reject them).")
     register("budget_hint", _budget_hint, config=BudgetHintConfig,
              description="Append a message telling the model its budget: total, used, remaining, pressure.")
+    register("recall", _recall, config=RecallConfig,
+             description="Bring back the evicted history units most relevant to the current turn, quoted, within a budget share.")
     register("compaction", _compaction, config=CompactionConfig,
              description="Progressive ladder (tool results, trim, summarize, consolidate) between water marks.")
     register("offload", _offload, config=OffloadConfig,
