@@ -39,6 +39,7 @@ from ctxcore.engine.steps import (
     preset_factory,
     register_preset_factories,
 )
+from ctxcore.engine.telemetry import build_span, component_span, get_tracer, record_build
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
 from ctxcore.model.messages import Message, copied_message
 from ctxcore.model.transactions import open_calls_after, sanitize_tool_call_history
@@ -73,6 +74,7 @@ class ContextBuilder(OutputSteps):
         reuse: check a next turn's output from the last one's (the default);
             ``False`` runs every step after the filters in full each build, with
             the same result (for comparing against the fast path).
+        name: the pipeline's name, recorded on the build's trace span.
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class ContextBuilder(OutputSteps):
         tools: Sequence[Mapping[str, Any]] = (),
         warnings: Sequence[str] = (),
         reuse: bool = True,
+        name: str | None = None,
     ) -> None:
         if counter is None:
             raise TypeError("ContextBuilder needs a token counter (for example ctxcore_counters.ApproximateCounter())")
@@ -103,6 +106,8 @@ class ContextBuilder(OutputSteps):
         self.tools = list(tools)
         self.warnings = list(warnings)
         self.reuse = reuse
+        #: the pipeline's name, on the build's trace span (``ctxcore.pipeline``).
+        self.name = name
         # step id -> {id(stored message): (stored, copy with source set)}, kept across builds
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
         # step id -> (the tuple it returned last build, its stamped part): a provider returning the very
@@ -141,7 +146,8 @@ class ContextBuilder(OutputSteps):
         """Run every provider then every filter; return the messages and the report.
 
         Order: providers, history sanitizing, filters, legal start, pairing check
-        and validation for the target provider, counting.
+        and validation for the target provider, counting. With opentelemetry
+        installed the build is a ``ctxcore.build`` span (docs/observability.md).
 
         Raises:
             ComponentError: a non-optional component raised.
@@ -150,36 +156,58 @@ class ContextBuilder(OutputSteps):
                 result would break a rule of the target provider (``.index``).
         """
         state, runtime = state or {}, runtime or {}
+        tracer = get_tracer()
+        if tracer is None:
+            return self._build(state, runtime)
+        with build_span(tracer, self._span_attributes(runtime)) as span:
+            built = self._build(state, runtime)
+            if span is not None:
+                record_build(span, built)
+            return built
+
+    def _build(self, state: Mapping[str, Any], runtime: Mapping[str, Any]) -> BuiltContext:
         report = self._new_report()
         parts: list[Sequence[Message]] = []
         for step in self.providers:
-            started = time.perf_counter()
-            try:
-                produced = step.component.get_messages(state, runtime)
-            except _PASS_THROUGH:
-                raise
-            except Exception as exc:
-                self._component_failed(step, "provider", exc, report, started)
-                continue
-            parts.append(self._stamp(step, produced, report, started))
+            with component_span(step.id, "provider", report):
+                started = time.perf_counter()
+                try:
+                    produced = step.component.get_messages(state, runtime)
+                except _PASS_THROUGH:
+                    raise
+                except Exception as exc:
+                    self._component_failed(step, "provider", exc, report, started)
+                    continue
+                parts.append(self._stamp(step, produced, report, started))
         return self._finish(MessageChain(parts), state, runtime, report)
 
     async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Like :meth:`build`, awaiting providers' ``aget_messages`` concurrently."""
         state, runtime = state or {}, runtime or {}
+        tracer = get_tracer()
+        if tracer is None:
+            return await self._abuild(state, runtime)
+        with build_span(tracer, self._span_attributes(runtime)) as span:
+            built = await self._abuild(state, runtime)
+            if span is not None:
+                record_build(span, built)
+            return built
+
+    async def _abuild(self, state: Mapping[str, Any], runtime: Mapping[str, Any]) -> BuiltContext:
         report = self._new_report()
 
         async def run(step: Step) -> tuple[Step, float, Any]:
-            started = time.perf_counter()
-            fn = getattr(step.component, "aget_messages", None)
-            try:
-                if fn is not None:
-                    return step, started, await fn(state, runtime)
-                return step, started, step.component.get_messages(state, runtime)
-            except _PASS_THROUGH:
-                raise
-            except Exception as exc:  # collected, handled in order below
-                return step, started, exc
+            with component_span(step.id, "provider", report):
+                started = time.perf_counter()
+                fn = getattr(step.component, "aget_messages", None)
+                try:
+                    if fn is not None:
+                        return step, started, await fn(state, runtime)
+                    return step, started, step.component.get_messages(state, runtime)
+                except _PASS_THROUGH:
+                    raise
+                except Exception as exc:  # collected, handled in order below
+                    return step, started, exc
 
         results = await asyncio.gather(*(run(s) for s in self.providers))
         parts: list[Sequence[Message]] = []
@@ -189,6 +217,16 @@ class ContextBuilder(OutputSteps):
                 continue
             parts.append(self._stamp(step, produced, report, started))
         return self._finish(MessageChain(parts), state, runtime, report)
+
+    def _span_attributes(self, runtime: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``ctxcore.build`` span's opening attributes: pipeline, target, budget, conversation."""
+        thread = runtime.get("thread_id")
+        return {
+            "ctxcore.pipeline": self.name,
+            "ctxcore.target": self.target.provider,
+            "ctxcore.budget": self.budget.max_input_tokens if self.budget is not None else None,
+            "gen_ai.conversation.id": thread if isinstance(thread, str) else None,
+        }
 
     def transform(self, messages: Iterable[Message | Mapping[str, Any]], runtime: Mapping[str, Any] | None = None) -> list[Message]:
         """Run only the filters over ``messages`` (Messages or OpenAI dicts)."""
@@ -248,19 +286,20 @@ class ContextBuilder(OutputSteps):
                 messages, lazy = list(messages), False  # a filter that expects a list gets one
             before = messages if lazy else tuple(messages)  # what the report lists drops from: a filter may change a list
             ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
-            started = time.perf_counter()
-            try:
-                result = list(step.component.apply(messages, ctx))
-                self._check_filter_result(step.id, result)
-            except _PASS_THROUGH:
-                raise
-            except Exception as exc:
-                self._component_failed(step, "filter", exc, report, started)
-                continue
-            report.record_filtered(before, result, by=step.id)  # listed when the report is read
-            report.timings.append(
-                ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(result))
-            )
+            with component_span(step.id, "filter", report):
+                started = time.perf_counter()
+                try:
+                    result = list(step.component.apply(messages, ctx))
+                    self._check_filter_result(step.id, result)
+                except _PASS_THROUGH:
+                    raise
+                except Exception as exc:
+                    self._component_failed(step, "filter", exc, report, started)
+                    continue
+                report.record_filtered(before, result, by=step.id)  # listed when the report is read
+                report.timings.append(
+                    ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(result))
+                )
             messages = result
         return list(messages)
 
