@@ -181,10 +181,10 @@ def record_build(span: Any, built: BuiltContext) -> None:
 
 
 def _input_tokens(report: BuildReport) -> int:
-    """Tokens of what the filters received: the output's plus the compressed and dropped messages' savings.
+    """Tokens before compaction: the output's plus what the compressions saved.
 
     Read from the compressions and the output, never by counting dropped
-    messages (a build's cost follows what is kept).
+    messages (a build's cost follows what is kept; their number is on the span).
     """
     saved = sum(c.tokens_before - c.tokens_after for c in report.compressions)
     return report.total_tokens + max(saved, 0)
