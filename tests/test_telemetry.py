@@ -107,6 +107,30 @@ class TestBuildSpan:
         assert attrs["ctxcore.messages.dropped"] == 4
         assert attrs["ctxcore.messages.compacted"] == 0
         assert attrs["ctxcore.duration_ms"] >= 0
+        assert attrs["ctxcore.messages.dropped"] == len(built.report.dropped)  # the report's own reading agrees
+
+    def test_compaction_counts_summaries_apart_from_drops(self, spans: InMemorySpanExporter) -> None:
+        """Messages a summary replaced are ``compacted``, not ``dropped``, and agree with the report's records."""
+        text = """\
+version: 1
+name: compacting
+model: {context_window: 1200, reserve_output_tokens: 100}
+counter: approximate
+providers:
+  - {type: static_prompt, text: "You are a careful assistant."}
+  - {type: history, id: chat}
+filters:
+  - {type: compaction, steps: [{kind: summarize}], trigger_ratio: 0.5, target_ratio: 0.3}
+  - token_budget
+"""
+        history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "word " * 40}
+                   for i in range(16)]
+        built = Pipeline.from_string(text, host=_host()).build({"messages": history})
+        attrs = _by_name(spans)["ctxcore.build"].attributes
+        assert built.report.compressions and attrs["ctxcore.compressions"] == len(built.report.compressions)
+        assert attrs["ctxcore.messages.compacted"] == len(built.report.compressed) > 0
+        assert attrs["ctxcore.messages.dropped"] == len(built.report.dropped)
+        assert attrs["ctxcore.tokens.input"] > attrs["ctxcore.tokens.output"]
 
     def test_one_child_span_per_component_never_per_message(self, spans: InMemorySpanExporter, tmp_path: Path) -> None:
         """Each provider and filter is one child of the build span, whatever the number of messages."""

@@ -157,13 +157,17 @@ def record_build(span: Any, built: BuiltContext) -> None:
     report = built.report
     compacted = sum(len(c.original_ids) for c in report.compressions if c.stage != "trim")
     recalled = sum(1 for m in built.messages if m.metadata and m.metadata.get("context_kind") in RECALL_KINDS)
+    contributed = sum(t.messages_out for t in report.timings if t.kind == "provider" and not t.skipped)
+    # What the providers gave and is neither sent nor summarised was dropped; counted from the totals
+    # (report.removed_count would work out each filter's drops, a walk of the whole history).
+    dropped = contributed - (len(built.messages) - report.added_count) - compacted
     span.set_attributes({
         "ctxcore.tokens.input": _input_tokens(report),
         "ctxcore.tokens.output": report.total_tokens,
         "ctxcore.tokens.tools": report.tool_tokens,
-        "ctxcore.messages.input": sum(t.messages_out for t in report.timings if t.kind == "provider" and not t.skipped),
+        "ctxcore.messages.input": contributed,
         "ctxcore.messages.kept": len(built.messages),
-        "ctxcore.messages.dropped": max(report.removed_count - compacted, 0),
+        "ctxcore.messages.dropped": max(dropped, 0),
         "ctxcore.messages.compacted": compacted,
         "ctxcore.messages.recalled": recalled,
         "ctxcore.compressions": len(report.compressions),
