@@ -220,17 +220,6 @@ class BuildReport:
         return [r for r in self.records if r.fate == "compressed"]
 
     @property
-    def added_count(self) -> int:
-        """Output messages no provider contributed (summaries, hints), read without listing the records."""
-        if self._output is None:
-            return sum(1 for r in self._records if r.fate == "added")
-        messages, tokens, added = self._output
-        if callable(added):  # worked out once; the records reuse it
-            added = added()
-            self._output = (messages, tokens, added)
-        return len(added)
-
-    @property
     def removed_count(self) -> int:
         """Input messages not in the output (dropped or compressed), read without counting their tokens."""
         pending = sum(entry.count() if isinstance(entry, _FilteredOut) else len(entry[0]) for entry in self._dropped)

@@ -158,9 +158,11 @@ def record_build(span: Any, built: BuiltContext) -> None:
     compacted = sum(len(c.original_ids) for c in report.compressions if c.stage != "trim")
     recalled = sum(1 for m in built.messages if m.metadata and m.metadata.get("context_kind") in RECALL_KINDS)
     contributed = sum(t.messages_out for t in report.timings if t.kind == "provider" and not t.skipped)
-    # What the providers gave and is neither sent nor summarised was dropped; counted from the totals
-    # (report.removed_count would work out each filter's drops, a walk of the whole history).
-    dropped = contributed - (len(built.messages) - report.added_count) - compacted
+    summaries = sum(1 for c in report.compressions if c.stage != "trim")
+    # What the providers gave and is neither sent nor summarised was dropped, counted from the totals:
+    # the report's own lists (removed_count, added ids) walk the whole history, and a traced build
+    # should cost what an untraced one does. A message a filter adds besides summaries offsets one.
+    dropped = contributed - (len(built.messages) - summaries) - compacted
     span.set_attributes({
         "ctxcore.tokens.input": _input_tokens(report),
         "ctxcore.tokens.output": report.total_tokens,
