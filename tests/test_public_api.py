@@ -189,6 +189,7 @@ EXPECTED_KIT_ALL = [
     "inside",
     "is_lazy",
     "item_id",
+    "memory_span",
     "memory_text",
     "neutralize_markers",
     "new_memory_id",

@@ -55,8 +55,10 @@ class _PluginCommandsGroup(click.Group):
               help="Log level on stderr (default warning; wins over -v).  [env: CTXCORE_LOG_LEVEL]")
 @click.option("--log-format", type=click.Choice(["console", "json"]), default="console", envvar="CTXCORE_LOG_FORMAT",
               show_default=True, help="console: one readable line per event; json: one JSON object per line.  [env: CTXCORE_LOG_FORMAT]")
+@click.option("-q", "--quiet", is_flag=True, envvar="CTXCORE_QUIET",
+              help="No progress bars on stderr (they are drawn only on a terminal anyway).  [env: CTXCORE_QUIET]")
 @click.pass_context
-def cli(ctx: click.Context, verbose: int, log_level: str | None, log_format: str) -> None:
+def cli(ctx: click.Context, verbose: int, log_level: str | None, log_format: str, quiet: bool) -> None:
     """Build, inspect and validate LLM contexts with ctxcore pipelines."""
     configure_logging_from(ctx.params)
     ctx.ensure_object(CliState)

@@ -9,7 +9,6 @@ previous request's prefix, reductions) and totals with a cost estimate;
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from ctxcore.cli._common import (
     parse_runtime,
     read_json,
 )
+from ctxcore.cli._progress import progress_bar
 from ctxcore.errors import ConfigError, CtxError
 from ctxcore.tools.cache_rules import PRICES, price_for
 from ctxcore.tools.replay import (
@@ -75,22 +75,9 @@ def print_replay(result: ReplayResult, console: Console) -> None:
         )
 
 
-def _progress(enabled: bool) -> Any:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=make_console(stderr=True), transient=True, disable=not enabled)
-
-
-def _write_page(p: Any, builder: Any, messages: list[dict[str, Any]], state: dict[str, Any], runtime: dict[str, str],
-                price_per_mtok: float, cached_discount: float, html_file: str, as_json: bool, transcript: str,
-                **replay_options: Any) -> None:
+def _write_page(ctx: click.Context, p: Any, builder: Any, messages: list[dict[str, Any]], state: dict[str, Any],
+                runtime: dict[str, str], price_per_mtok: float, cached_discount: float, html_file: str, as_json: bool,
+                transcript: str, **replay_options: Any) -> None:
     """``--html``: replay with every call's report kept (and the sliding-window baseline), write the page."""
     from ctxcore.tools.html_report import pipeline_context
     from ctxcore.tools.replay_html import render_replay_html, replay_page, sliding_window_builder
@@ -102,10 +89,11 @@ def _write_page(p: Any, builder: Any, messages: list[dict[str, Any]], state: dic
     except LookupError:
         click.echo("warning: no token_budget filter is installed, so the page has no sliding-window baseline", err=True)
     try:
-        result, payload = replay_page(builder, messages, state=state, runtime=runtime, price_per_mtok=price_per_mtok,
-                                      cached_discount=cached_discount, model=model, source_kinds=kinds,
-                                      baseline=baseline, title=f"ctx replay: {Path(transcript).name} through {p.spec.name}",
-                                      **replay_options)
+        with progress_bar(ctx, "replaying", len(call_points(messages))) as advance:
+            result, payload = replay_page(builder, messages, state=state, runtime=runtime, price_per_mtok=price_per_mtok,
+                                          cached_discount=cached_discount, model=model, source_kinds=kinds,
+                                          baseline=baseline, title=f"ctx replay: {Path(transcript).name} through {p.spec.name}",
+                                          on_call=advance, **replay_options)
     except (CtxError, ValueError) as exc:
         fail(f"{type(exc).__name__}: {exc} (replaying {transcript} through {p.spec.name}; run without --html to find the call)")
     try:
@@ -165,20 +153,18 @@ def replay_command(ctx: click.Context, transcript: str, pipeline_file: str, pric
         echo_issues(exc)
         fail(f"{pipeline_file}: components could not be created")
     if html_file:
-        _write_page(p, builder, messages, state, runtime, price_per_mtok, cached_discount, html_file, as_json, transcript,
+        _write_page(ctx, p, builder, messages, state, runtime, price_per_mtok, cached_discount, html_file, as_json, transcript,
                     times=times, prices=prices, anthropic_min_tokens=anthropic_minimum(builder))
         return
     request = builder_requests(builder, messages, state, runtime)
-    show = not as_json and sys.stderr.isatty()
     done_calls = 0
     try:
-        with _progress(show) as progress:
-            task = progress.add_task("replay", total=len(call_points(messages)))
+        with progress_bar(ctx, "replaying", len(call_points(messages)), enabled=not as_json) as bar:
 
             def advance(done: int, total: int) -> None:
                 nonlocal done_calls
                 done_calls = done
-                progress.update(task, completed=done, total=total)
+                bar(done, total)
 
             result = replay_requests(messages, request, price_per_mtok=price_per_mtok, cached_discount=cached_discount,
                                      on_call=advance, times=times, prices=prices, anthropic_min_tokens=anthropic_minimum(builder))

@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from ctxcore.cli._common import fail, load_pipeline, parse_runtime
+from ctxcore.cli._progress import progress_bar
 from ctxcore.cli.explain import print_explain
 from ctxcore.errors import ConfigError, CtxError
 from ctxcore.kit.threadlog import idle_cutoff, parse_age
@@ -181,7 +182,13 @@ def thread_show(ctx: click.Context, thread_id: str, pipeline_file: str, step: in
 def thread_export(ctx: click.Context, thread_id: str, pipeline_file: str, step: int | None, repair: bool, output: str | None) -> None:
     """THREAD_ID as a transcript `ctx replay` reads: {"messages": [OpenAI messages]}."""
     messages = _salvaged(ctx, pipeline_file, thread_id)[1] if repair else list(_open(ctx, pipeline_file, thread_id, step)[1].messages)
-    text = json.dumps({"messages": [m.to_openai() for m in messages]}, indent=2, ensure_ascii=False) + "\n"
+    with progress_bar(ctx, "exporting", len(messages)) as advance:
+        converted = []
+        for k, m in enumerate(messages, 1):
+            converted.append(m.to_openai())
+            if k % 200 == 0 or k == len(messages):
+                advance(k, len(messages))
+    text = json.dumps({"messages": converted}, indent=2, ensure_ascii=False) + "\n"
     if output is None:
         click.echo(text, nl=False)
         return
@@ -263,7 +270,8 @@ def thread_migrate(ctx: click.Context, pipeline_file: str) -> None:
     """Convert threads saved as whole checkpoints (older versions) into the thread log."""
     p = _pipeline(ctx, pipeline_file)
     try:
-        done = migrate_threads(p, open_thread)
+        with progress_bar(ctx, "migrating", 0) as advance:
+            done = migrate_threads(p, open_thread, on_thread=advance)
     except CtxError as exc:
         fail(f"{type(exc).__name__}: {exc}")
     for thread_id, step in done:

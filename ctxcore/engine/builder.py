@@ -39,6 +39,7 @@ from ctxcore.engine.steps import (
     preset_factory,
     register_preset_factories,
 )
+from ctxcore.engine.telemetry import build_span, component_span, get_tracer, record_build
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
 from ctxcore.model.blocks import before_compaction
 from ctxcore.model.messages import Message, copied_message
@@ -74,6 +75,7 @@ class ContextBuilder(OutputSteps):
         reuse: check a next turn's output from the last one's (the default);
             ``False`` runs every step after the filters in full each build, with
             the same result (for comparing against the fast path).
+        name: the pipeline's name, recorded on the build's trace span.
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class ContextBuilder(OutputSteps):
         tools: Sequence[Mapping[str, Any]] = (),
         warnings: Sequence[str] = (),
         reuse: bool = True,
+        name: str | None = None,
     ) -> None:
         if counter is None:
             raise TypeError("ContextBuilder needs a token counter (for example ctxcore_counters.ApproximateCounter())")
@@ -104,6 +107,8 @@ class ContextBuilder(OutputSteps):
         self.tools = list(tools)
         self.warnings = list(warnings)
         self.reuse = reuse
+        #: the pipeline's name, on the build's trace span (``ctxcore.pipeline``).
+        self.name = name
         # step id -> {id(stored message): (stored, copy with source set)}, kept across builds
         self._stamped: dict[str, dict[int, tuple[Message, Message]]] = {}
         # step id -> (the tuple it returned last build, its stamped part): a provider returning the very
@@ -142,7 +147,8 @@ class ContextBuilder(OutputSteps):
         """Run every provider then every filter; return the messages and the report.
 
         Order: providers, the compaction boundary (docs/blocks.md), history sanitizing, filters, legal start, pairing check
-        and validation for the target provider, counting.
+        and validation for the target provider, counting. With opentelemetry
+        installed the build is a ``ctxcore.build`` span (docs/observability.md).
 
         Raises:
             ComponentError: a non-optional component raised.
@@ -151,36 +157,58 @@ class ContextBuilder(OutputSteps):
                 result would break a rule of the target provider (``.index``).
         """
         state, runtime = state or {}, runtime or {}
+        tracer = get_tracer()
+        if tracer is None:
+            return self._build(state, runtime)
+        with build_span(tracer, self._span_attributes(runtime)) as span:
+            built = self._build(state, runtime)
+            if span is not None:
+                record_build(span, built)
+            return built
+
+    def _build(self, state: Mapping[str, Any], runtime: Mapping[str, Any]) -> BuiltContext:
         report = self._new_report()
         parts: list[Sequence[Message]] = []
         for step in self.providers:
-            started = time.perf_counter()
-            try:
-                produced = step.component.get_messages(state, runtime)
-            except _PASS_THROUGH:
-                raise
-            except Exception as exc:
-                self._component_failed(step, "provider", exc, report, started)
-                continue
-            parts.append(self._stamp(step, produced, report, started))
+            with component_span(step.id, "provider", report):
+                started = time.perf_counter()
+                try:
+                    produced = step.component.get_messages(state, runtime)
+                except _PASS_THROUGH:
+                    raise
+                except Exception as exc:
+                    self._component_failed(step, "provider", exc, report, started)
+                    continue
+                parts.append(self._stamp(step, produced, report, started))
         return self._finish(MessageChain(parts), state, runtime, report)
 
     async def abuild(self, state: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> BuiltContext:
         """Like :meth:`build`, awaiting providers' ``aget_messages`` concurrently."""
         state, runtime = state or {}, runtime or {}
+        tracer = get_tracer()
+        if tracer is None:
+            return await self._abuild(state, runtime)
+        with build_span(tracer, self._span_attributes(runtime)) as span:
+            built = await self._abuild(state, runtime)
+            if span is not None:
+                record_build(span, built)
+            return built
+
+    async def _abuild(self, state: Mapping[str, Any], runtime: Mapping[str, Any]) -> BuiltContext:
         report = self._new_report()
 
         async def run(step: Step) -> tuple[Step, float, Any]:
-            started = time.perf_counter()
-            fn = getattr(step.component, "aget_messages", None)
-            try:
-                if fn is not None:
-                    return step, started, await fn(state, runtime)
-                return step, started, step.component.get_messages(state, runtime)
-            except _PASS_THROUGH:
-                raise
-            except Exception as exc:  # collected, handled in order below
-                return step, started, exc
+            with component_span(step.id, "provider", report):
+                started = time.perf_counter()
+                fn = getattr(step.component, "aget_messages", None)
+                try:
+                    if fn is not None:
+                        return step, started, await fn(state, runtime)
+                    return step, started, step.component.get_messages(state, runtime)
+                except _PASS_THROUGH:
+                    raise
+                except Exception as exc:  # collected, handled in order below
+                    return step, started, exc
 
         results = await asyncio.gather(*(run(s) for s in self.providers))
         parts: list[Sequence[Message]] = []
@@ -190,6 +218,16 @@ class ContextBuilder(OutputSteps):
                 continue
             parts.append(self._stamp(step, produced, report, started))
         return self._finish(MessageChain(parts), state, runtime, report)
+
+    def _span_attributes(self, runtime: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``ctxcore.build`` span's opening attributes: pipeline, target, budget, conversation."""
+        thread = runtime.get("thread_id")
+        return {
+            "ctxcore.pipeline": self.name,
+            "ctxcore.target": self.target.provider,
+            "ctxcore.budget": self.budget.max_input_tokens if self.budget is not None else None,
+            "gen_ai.conversation.id": thread if isinstance(thread, str) else None,
+        }
 
     def transform(self, messages: Iterable[Message | Mapping[str, Any]], runtime: Mapping[str, Any] | None = None) -> list[Message]:
         """Run only the filters over ``messages`` (Messages or OpenAI dicts)."""
@@ -249,24 +287,25 @@ class ContextBuilder(OutputSteps):
                 messages, lazy = list(messages), False  # a filter that expects a list gets one
             before = messages if lazy else tuple(messages)  # what the report lists drops from: a filter may change a list
             ctx = FilterContext(counter=self.counter, budget=budget, runtime=runtime, report=report, step_id=step.id)
-            started = time.perf_counter()
-            try:
-                out = step.component.apply(messages, ctx)
-                if out is messages and lazy:  # passed through as it came: nothing to check or list, and the
-                    report.timings.append(  # next filter keeps the lazy view (and its fast path)
-                        ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(messages)))
+            with component_span(step.id, "filter", report):
+                started = time.perf_counter()
+                try:
+                    out = step.component.apply(messages, ctx)
+                    if out is messages and lazy:  # passed through as it came: nothing to check or list, and the
+                        report.timings.append(  # next filter keeps the lazy view (and its fast path)
+                            ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(messages)))
+                        continue
+                    result = list(out)
+                    self._check_filter_result(step.id, result)
+                except _PASS_THROUGH:
+                    raise
+                except Exception as exc:
+                    self._component_failed(step, "filter", exc, report, started)
                     continue
-                result = list(out)
-                self._check_filter_result(step.id, result)
-            except _PASS_THROUGH:
-                raise
-            except Exception as exc:
-                self._component_failed(step, "filter", exc, report, started)
-                continue
-            report.record_filtered(before, result, by=step.id)  # listed when the report is read
-            report.timings.append(
-                ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(result))
-            )
+                report.record_filtered(before, result, by=step.id)  # listed when the report is read
+                report.timings.append(
+                    ComponentTiming(step.id, "filter", time.perf_counter() - started, len(messages), len(result))
+                )
             messages = result
         return list(messages)
 

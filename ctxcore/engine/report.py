@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ctxcore.engine.display import pretty, report_html, report_summary
 from ctxcore.engine.lazy import structure_of
 from ctxcore.engine.pressure import LEVEL_OF_STAGE, PressureLevel, recommended_level
 from ctxcore.model.messages import Message
@@ -280,6 +281,14 @@ class BuildReport:
                 bucket["kept"] += 1
                 bucket["kept_tokens"] += r.tokens or 0
         return dict(sorted(out.items()))
+
+    def _repr_html_(self) -> str:
+        """Jupyter's display: the ``ctx report`` picture as a script-free HTML fragment (:mod:`ctxcore.engine.display`)."""
+        return report_html(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's display: the summary line and the warnings."""
+        pretty(self, printer, cycle, [report_summary(self), *(f"warning: {w}" for w in self.warnings)])
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the whole report."""

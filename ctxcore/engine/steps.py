@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxcore.engine.display import pretty, report_html, report_summary
 from ctxcore.engine.report import BuildReport
 from ctxcore.model.messages import Message
 from ctxcore.render import to_anthropic, to_openai_responses
@@ -94,6 +95,19 @@ class BuiltContext:
         """
         body = to_anthropic(self.messages, self.tools, self.cache)
         return anthropic_request(body, self.target) if self.target is not None else body
+
+    def _repr_html_(self) -> str:
+        """Jupyter's display: the budget bar and one row per message, as a script-free HTML fragment."""
+        return report_html(self.report)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's display: the summary line, then one line per message sent (at most 50)."""
+        lines = [report_summary(self.report, len(self.messages))]
+        lines += [f"[{k}] {r.role} {r.source or '?'} {r.tokens or 0} tok: {r.preview}" for k, r in
+                  enumerate(self.report.kept[:50])]
+        if len(self.messages) > 50:
+            lines.append(f"... {len(self.messages) - 50} more")
+        pretty(self, printer, cycle, lines)
 
 
 def coerce_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:

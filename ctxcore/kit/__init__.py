@@ -39,6 +39,7 @@ from ctxcore.engine.protocols import (
     TokenCounter,
 )
 from ctxcore.engine.report import BuildReport, MessageRecord
+from ctxcore.engine.telemetry import memory_span
 from ctxcore.errors import (
     BudgetExceeded,
     CheckpointCorrupt,
@@ -259,6 +260,7 @@ __all__ = [
     "group_units",
     "is_lazy",
     "item_id",
+    "memory_span",
     "memory_text",
     "new_memory_id",
     "pinned_prefix_length",

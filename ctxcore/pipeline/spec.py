@@ -308,6 +308,7 @@ class Pipeline:
             target=self.spec.target,
             hooks=self.host.hook,
             warnings=self.warnings,
+            name=self.spec.name,
         )
 
     @property

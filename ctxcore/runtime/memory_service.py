@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ctxcore.engine.telemetry import memory_span
 from ctxcore.kit.memory import check_limit, resolve_namespace
 from ctxcore.model.memory_item import MemoryItem
 
@@ -45,14 +46,22 @@ class MemoryService:
 
     def add(self, content: Any, *, metadata: Mapping[str, Any] | None = None, id: str | None = None,
             namespace: str | tuple[str, ...] | None = None) -> list[MemoryItem]:
-        """Record ``content``; returns the stored items (one for the embedded stores)."""
-        return list(self.store.record(content, namespace=self._ns(namespace), **_record_kw(metadata, id)))
+        """Record ``content``; returns the stored items (one for the embedded stores). Traced as ``create_memory``."""
+        ns = self._ns(namespace)
+        with memory_span("create_memory", self.store, ns) as traced:
+            items = list(self.store.record(content, namespace=ns, **_record_kw(metadata, id)))
+            traced.result(items)
+        return items
 
     def search(self, query: str, *, limit: int | None = None, namespace: str | tuple[str, ...] | None = None,
                filters: Mapping[str, Any] | None = None) -> list[MemoryItem]:
-        """The most relevant items for ``query``, best first; ``filters`` match metadata exactly."""
+        """The most relevant items for ``query``, best first; ``filters`` match metadata exactly. Traced as ``search_memory``."""
         kw = {"filters": dict(filters)} if filters else {}
-        return list(self.store.retrieve(query, limit=self._limit(limit), namespace=self._ns(namespace), **kw))
+        ns, limit = self._ns(namespace), self._limit(limit)
+        with memory_span("search_memory", self.store, ns, query=query) as traced:
+            items = list(self.store.retrieve(query, limit=limit, namespace=ns, **kw))
+            traced.result(items)
+        return items
 
     def format_retrieved(self, items: Sequence[MemoryItem]) -> str:
         """Render items with the store's own formatting."""
@@ -67,9 +76,13 @@ class MemoryService:
         """Async :meth:`add`: the store's ``arecord`` if it has one, else ``record`` in a thread."""
         kw = _record_kw(metadata, id)
         ns = self._ns(namespace)
-        if hasattr(self.store, "arecord"):
-            return list(await self.store.arecord(content, namespace=ns, **kw))
-        return list(await asyncio.to_thread(self.store.record, content, namespace=ns, **kw))
+        with memory_span("create_memory", self.store, ns) as traced:
+            if hasattr(self.store, "arecord"):
+                items = list(await self.store.arecord(content, namespace=ns, **kw))
+            else:
+                items = list(await asyncio.to_thread(self.store.record, content, namespace=ns, **kw))
+            traced.result(items)
+        return items
 
     async def asearch(self, query: str, *, limit: int | None = None, namespace: str | tuple[str, ...] | None = None,
                       filters: Mapping[str, Any] | None = None) -> list[MemoryItem]:
@@ -77,9 +90,13 @@ class MemoryService:
         kw: dict[str, Any] = {"limit": self._limit(limit), "namespace": self._ns(namespace)}
         if filters:
             kw["filters"] = dict(filters)
-        if hasattr(self.store, "aretrieve"):
-            return list(await self.store.aretrieve(query, **kw))
-        return list(await asyncio.to_thread(self.store.retrieve, query, **kw))
+        with memory_span("search_memory", self.store, kw["namespace"], query=query) as traced:
+            if hasattr(self.store, "aretrieve"):
+                items = list(await self.store.aretrieve(query, **kw))
+            else:
+                items = list(await asyncio.to_thread(self.store.retrieve, query, **kw))
+            traced.result(items)
+        return items
 
     async def adelete(self, item: Any, *, namespace: str | tuple[str, ...] | None = None) -> None:
         """Async :meth:`delete`."""

@@ -13,7 +13,7 @@ in the log, the log wins.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ctxcore.errors import CheckpointCorrupt
@@ -74,14 +74,24 @@ def legacy_thread(pipeline: Any, thread_id: str) -> tuple[int, list[Any]] | None
     return int(checkpoint["step"]), _legacy_messages(thread_id, checkpoint)
 
 
-def migrate_threads(pipeline: Any, open_thread: Any) -> list[tuple[str, int]]:
-    """Convert every old-format thread of the pipeline's checkpointer the log does not hold yet; return (thread, step) of each."""
+def migrate_threads(pipeline: Any, open_thread: Any,
+                    on_thread: Callable[[int, int], None] | None = None) -> list[tuple[str, int]]:
+    """Convert every old-format thread of the pipeline's checkpointer the log does not hold yet; return (thread, step) of each.
+
+    ``on_thread(done, total)`` is called before each thread is looked at and once at the end
+    (``ctx thread migrate``'s progress bar).
+    """
     checkpointer, store = pipeline.thread_checkpointer(), pipeline.thread_store()
     done = []
-    for thread_id in checkpointer.list_threads():
+    thread_ids = list(checkpointer.list_threads())
+    for k, thread_id in enumerate(thread_ids, 1):
+        if on_thread is not None:
+            on_thread(k - 1, len(thread_ids))
         latest = checkpointer.get_checkpoint(thread_id)
         meta = latest.get("runtime_metadata") if latest else None
         if not isinstance(meta, Mapping) or meta.get("format") != THREAD_FORMAT or store.read(thread_id) is not None:
             continue
         done.append((thread_id, open_thread(pipeline, thread_id).save()))
+    if on_thread is not None:
+        on_thread(len(thread_ids), len(thread_ids))
     return done

@@ -33,8 +33,10 @@ like any other request, and a refused one is the same JSON error. Like the real 
 a request: with ``validate=True`` one that breaks OpenAI's message rules (a tool result
 without its call, ...; checked by :func:`ctxcore.render.validate_request`), and with
 ``context_window`` and ``count`` one whose prompt is longer than the window
-(``context_length_exceeded``). ``status`` forces an HTTP error and ``hang`` makes
-requests wait without an answer, to exercise error handling and timeouts.
+(``context_length_exceeded``). ``status`` forces an HTTP error, :meth:`ChatServer.fail_next`
+answers the next requests with an error status (and a ``Retry-After`` header) before
+answering normally, and ``hang`` makes requests wait without an answer, to exercise error
+handling, retries and timeouts.
 """
 
 from __future__ import annotations
@@ -96,6 +98,8 @@ class ChatServer:
         self.hang = threading.Event()  # set: requests wait (until the server stops) and never answer in time
         self._release = threading.Event()
         self._calls = 0
+        self._failures: list[tuple[int, str | None]] = []
+        self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -113,6 +117,15 @@ class ChatServer:
         self._release.set()
         self._server.shutdown()
         self._server.server_close()
+
+    def fail_next(self, status: int = 429, *, times: int = 1, retry_after: str | None = None) -> None:
+        """Answer the next ``times`` requests with ``status`` (and ``Retry-After: retry_after`` when given)."""
+        with self._lock:
+            self._failures.extend([(status, retry_after)] * times)
+
+    def _next_failure(self) -> tuple[int, str | None] | None:
+        with self._lock:
+            return self._failures.pop(0) if self._failures else None
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The HTTP status and JSON payload for one request (the handler sends them)."""
@@ -227,6 +240,11 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             if server.hang.is_set():
                 server._release.wait(10)
                 return
+            failure = server._next_failure()
+            if failure is not None:
+                kind = "rate_limit_exceeded" if failure[0] == 429 else "server_error"
+                self._send(failure[0], _error("try again later", kind), retry_after=failure[1])
+                return
             status, payload = server.answer(self.path, body)
             if status == 200 and body.get("stream") is True:
                 self._stream(payload, body)
@@ -249,9 +267,11 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(frame)
                 self.wfile.flush()
 
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
+        def _send(self, status: int, payload: dict[str, Any], retry_after: str | None = None) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
+            if retry_after is not None:
+                self.send_header("Retry-After", retry_after)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -4,32 +4,39 @@ Two summarizers satisfy :class:`ctxcore.engine.protocols.Summarizer`:
 
 - :class:`ExtractiveSummarizer` needs no model: it keeps the opening of every
   message (who said or called what) until the target length is reached.
-- :class:`ChatSummarizer` asks any OpenAI-compatible ``/chat/completions``
-  endpoint, with a timeout, one request per summary, and a declared maximum
-  number of requests per build (``max_calls``) that the filter enforces.
+- :class:`ChatSummarizer` asks a chat model, one request per summary, with a
+  declared maximum number of requests per build (``max_calls``) that the
+  filter enforces.
 
 :class:`ChatSelector` lets a model pick which compaction steps run (``selection:
 model``); it only chooses among the configured steps.
 
-Both model-backed classes speak plain HTTP with the standard library, so the
-plugin needs no HTTP dependency; the request never carries more than the span
-being summarized.
+Both model-backed classes take the user's own client (an ``openai.OpenAI`` /
+``AsyncOpenAI``, anything with ``chat.completions.create``, or an
+``anthropic.Anthropic``; :mod:`ctxcore_filters.compaction_clients`) or a
+:class:`ChatEndpoint`, which speaks plain HTTP with the standard library (so
+the plugin needs no HTTP dependency) and retries 429 and 5xx answers a bounded
+number of times, honouring ``Retry-After``. The request never carries more
+than the span being summarized.
 """
 
 from __future__ import annotations
 
+import email.utils
 import json
 import os
 import socket
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxcore import CtxError, Message
+from ctxcore import Message
+from ctxcore_filters.compaction_clients import ChatClient, SummarizerError, chat_client
 
 log = structlog.get_logger("ctxcore_filters.compaction_summarizers")
 
@@ -49,10 +56,6 @@ __all__ = [
 
 #: characters per token assumed when a summarizer sizes text without a counter.
 CHARS_PER_TOKEN = 4
-
-
-class SummarizerError(CtxError):
-    """A summarizer or selector could not produce a result (endpoint down, timeout, bad reply)."""
 
 
 def _line(m: Message, width: int) -> str:
@@ -116,8 +119,18 @@ class ExtractiveSummarizer:
         return "\n".join([*head, *middle, *reversed(tail)])[:budget]
 
 
+#: HTTP statuses worth asking again: rate limited, or a server-side failure.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
 class ChatEndpoint:
-    """A minimal client for an OpenAI-compatible ``POST {base_url}/chat/completions``."""
+    """A minimal client for an OpenAI-compatible ``POST {base_url}/chat/completions``.
+
+    A 429 or 5xx answer is retried up to ``retries`` times, waiting what the
+    ``Retry-After`` header asks or else ``backoff * 2**attempt`` seconds, each
+    wait capped at ``max_retry_wait`` (so a build's wait stays bounded); other
+    errors and timeouts are not retried.
+    """
 
     def __init__(
         self,
@@ -127,20 +140,43 @@ class ChatEndpoint:
         timeout: float = 30.0,
         api_key_env: str | None = "OPENAI_API_KEY",
         temperature: float = 0.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        max_retry_wait: float = 10.0,
     ) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.timeout = timeout
         self.api_key_env = api_key_env
         self.temperature = temperature
+        self.retries = retries
+        self.backoff = backoff
+        self.max_retry_wait = max_retry_wait
+        self.sleep: Callable[[float], None] = time.sleep
 
     def complete(self, messages: list[dict[str, Any]], max_tokens: int) -> str:
-        """The assistant text of one chat completion.
+        """The assistant text of one chat completion, retrying 429 and 5xx answers (see the class).
 
         Raises:
-            SummarizerError: connection failure, timeout, an HTTP error status or a
-                reply without ``choices[0].message.content``; the message names the URL.
+            SummarizerError: connection failure, timeout, an HTTP error status (after
+                the retries) or a reply without ``choices[0].message.content``; the
+                message names the URL.
         """
+        attempt = 0
+        while True:
+            try:
+                return self._complete_once(messages, max_tokens)
+            except _Retryable as exc:
+                if attempt >= self.retries:
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    raise SummarizerError(f"{self.url} answered HTTP {exc.status}{tries}: {exc.detail}") from None
+                wait = min(exc.retry_after if exc.retry_after is not None else self.backoff * 2**attempt,
+                           self.max_retry_wait)
+                log.info("chat_retry", url=self.url, status=exc.status, wait=round(wait, 3), attempt=attempt + 1)
+                self.sleep(max(wait, 0.0))
+                attempt += 1
+
+    def _complete_once(self, messages: list[dict[str, Any]], max_tokens: int) -> str:
         body = json.dumps(
             {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": self.temperature}
         ).encode("utf-8")
@@ -155,6 +191,8 @@ class ChatEndpoint:
                 payload = json.loads(response.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:200]
+            if exc.code in RETRY_STATUSES:
+                raise _Retryable(exc.code, detail, _retry_after(exc.headers.get("Retry-After"))) from None
             raise SummarizerError(f"{self.url} answered HTTP {exc.code}: {detail}") from None
         except TimeoutError:
             raise SummarizerError(f"{self.url} did not answer within {self.timeout}s (raise 'timeout')") from None
@@ -173,6 +211,29 @@ class ChatEndpoint:
         return content.strip()
 
 
+class _Retryable(Exception):
+    """An answer :meth:`ChatEndpoint.complete` may ask again for: its status, body and ``Retry-After`` seconds."""
+
+    def __init__(self, status: int, detail: str, retry_after: float | None) -> None:
+        super().__init__(status)
+        self.status, self.detail, self.retry_after = status, detail, retry_after
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header: a number of seconds or an HTTP date; ``None`` if absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
 _SUMMARY_PROMPT = (
     "You condense part of a conversation between a user, an assistant and tools so the assistant "
     "can continue the task. Keep decisions, facts, file names, open questions and results. "
@@ -182,14 +243,19 @@ _SUMMARY_PROMPT = (
 
 
 class ChatSummarizer:
-    """Summarizes a span with one request to an OpenAI-compatible chat endpoint.
+    """Summarizes a span with one request to a chat model.
 
+    ``endpoint`` is a :class:`ChatEndpoint`, or the user's own client: an
+    ``openai.OpenAI`` / ``AsyncOpenAI`` (anything with ``chat.completions.create``)
+    or an ``anthropic.Anthropic``, with ``model`` naming the model to ask; the
+    client's base URL, auth, proxies and retries apply as configured.
     ``max_calls`` is the most requests it may make in one build; the filter
     checks it before every summary (the endpoint is never asked more often).
     """
 
-    def __init__(self, endpoint: ChatEndpoint, max_calls: int = 1, max_input_chars: int = 48_000) -> None:
-        self.endpoint = endpoint
+    def __init__(self, endpoint: ChatEndpoint | Any, max_calls: int = 1, max_input_chars: int = 48_000, *,
+                 model: str | None = None) -> None:
+        self.endpoint: ChatClient = chat_client(endpoint, model)
         self.max_calls = max_calls
         self.max_input_chars = max_input_chars
 
@@ -216,10 +282,11 @@ class ChatSelector:
 
     The model sees the candidate steps only; ids it invents are ignored by the
     filter, and limits (trim loss, model calls) still apply to what it picks.
+    ``endpoint`` and ``model`` are as for :class:`ChatSummarizer`.
     """
 
-    def __init__(self, endpoint: ChatEndpoint, max_calls: int = 1) -> None:
-        self.endpoint = endpoint
+    def __init__(self, endpoint: ChatEndpoint | Any, max_calls: int = 1, *, model: str | None = None) -> None:
+        self.endpoint: ChatClient = chat_client(endpoint, model)
         self.max_calls = max_calls
 
     def select(self, candidates: Sequence[dict[str, Any]], pressure: dict[str, Any]) -> list[str]:
@@ -260,13 +327,17 @@ class ChatConfig(BaseModel):
     max_calls: int = Field(default=1, ge=0, description="Most requests per build.")
     api_key_env: str | None = Field(default="OPENAI_API_KEY", description="Environment variable holding the API key.")
     max_input_chars: int = Field(default=48_000, gt=0, description="Longest transcript sent for one summary.")
+    retries: int = Field(default=2, ge=0, le=10, description="Times a 429 or 5xx answer is asked again.")
+    max_retry_wait: float = Field(default=10.0, ge=0, description="Longest wait before one retry, in seconds "
+                                  "(Retry-After is honoured up to it).")
 
 
 SummarizerConfig = ExtractiveConfig | ChatConfig
 
 
 def _endpoint(config: ChatConfig) -> ChatEndpoint:
-    return ChatEndpoint(config.base_url, config.model, timeout=config.timeout, api_key_env=config.api_key_env)
+    return ChatEndpoint(config.base_url, config.model, timeout=config.timeout, api_key_env=config.api_key_env,
+                        retries=config.retries, max_retry_wait=config.max_retry_wait)
 
 
 def make_summarizer(config: SummarizerConfig) -> Any:

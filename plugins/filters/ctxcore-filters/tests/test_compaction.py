@@ -280,7 +280,8 @@ class TestSummarize:
         msgs = conversation(4)
         c = ctx(None)
         f = Compaction(steps=[{"kind": "summarize"}], max_tokens=total(msgs, c), trigger_ratio=0.5, target_ratio=0.3,
-                       on_error="raise", summarizer={"type": "openai_chat", "base_url": chat_server.base_url, "model": "m"})
+                       on_error="raise", summarizer={"type": "openai_chat", "base_url": chat_server.base_url, "model": "m",
+                                                     "retries": 0})
         with pytest.raises(Exception, match="HTTP 503"):
             f.apply(msgs, c)
 

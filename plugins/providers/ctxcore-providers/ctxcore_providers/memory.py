@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ctxcore import Message
-from ctxcore.kit import current_pipeline_context
+from ctxcore.kit import current_pipeline_context, memory_span
 from ctxcore_providers._files import (
     DEFAULT_MAX_BYTES,
     FileRefused,
@@ -203,7 +203,9 @@ class MemoryRecall:
         if cached is not None:
             return cached
         store = self._store()
-        items = store.retrieve(query, limit=self.config.limit, namespace=namespace)
+        with memory_span("search_memory", store, namespace, query=query) as traced:
+            items = list(store.retrieve(query, limit=self.config.limit, namespace=namespace) or ())
+            traced.result(items)
         return self._keep((namespace, query), self._render(store, list(items or ())))
 
     async def aget_messages(self, state: Mapping[str, Any], runtime: Mapping[str, Any]) -> Sequence[Message]:
@@ -217,10 +219,13 @@ class MemoryRecall:
             return cached
         store = self._store()
         aretrieve = getattr(store, "aretrieve", None)
-        if aretrieve is not None:
-            items = await aretrieve(query, limit=self.config.limit, namespace=namespace)
-        else:
-            items = store.retrieve(query, limit=self.config.limit, namespace=namespace)
+        with memory_span("search_memory", store, namespace, query=query) as traced:
+            if aretrieve is not None:
+                items = await aretrieve(query, limit=self.config.limit, namespace=namespace)
+            else:
+                items = store.retrieve(query, limit=self.config.limit, namespace=namespace)
+            items = list(items or ())
+            traced.result(items)
         return self._keep((namespace, query), self._render(store, list(items or ())))
 
 
