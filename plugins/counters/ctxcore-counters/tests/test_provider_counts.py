@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from anthropic import Anthropic
 from ctxcore_counters.provider_counts import (
@@ -15,7 +17,6 @@ from openai import OpenAI
 
 from ctxcore import ai, human, system, tool
 from ctxcore.kit import ToolCall
-from ctxcore.plugins.host import default_host
 from ctxcore.testing.harness.anthropic_server import MessagesServer
 from ctxcore.testing.harness.openai_server import ChatServer
 
@@ -69,7 +70,11 @@ def test_openai_count_uses_input_tokens_count() -> None:
 
 def test_registered_without_network_at_construction() -> None:
     """Both counters are registered and build from config without a request (the client is made at the first count)."""
-    registry = default_host().registry
+    from ctxcore_counters import plugin
+
+    offered: dict[str, tuple[Any, Any]] = {}
+    plugin.register_token_counters(lambda name, factory, config, description: offered.update({name: (factory, config)}))
     for name in ("anthropic_count", "openai_count"):
-        counter = registry.get("counter", name).create({"model": "m", "base_url": "http://127.0.0.1:9"})
-        assert counter.name == f"{name}:m"
+        factory, config = offered[name]
+        counter = factory(config(model="m", base_url="http://127.0.0.1:9"))
+        assert counter.name == f"{name}:m" and counter._client is None
