@@ -377,3 +377,71 @@ class TestCtxBuild:
         result = ctx("build", str(tmp_path / "r.yaml"), "--state", str(state), "--format", "openai-responses")
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["input"][-3:] == items[1:]
+
+
+# ------------------------------------------------------------ 30-turn loops with the official clients
+@pytest.fixture
+def loop_host() -> Any:
+    import ctxcore_checkpointers.plugin
+    import ctxcore_counters.plugin
+    import ctxcore_filters.plugin
+    import ctxcore_providers.plugin
+
+    from ctxcore.testing import fresh_host
+
+    return fresh_host(("ctxcore-providers", ctxcore_providers.plugin), ("ctxcore-filters", ctxcore_filters.plugin),
+                      ("ctxcore-counters", ctxcore_counters.plugin), ("ctxcore-checkpointers", ctxcore_checkpointers.plugin))
+
+
+class TestThreadLoops:
+    def test_thirty_turns_of_anthropic_web_search_and_compaction(self, loop_host: Any) -> None:
+        """30 turns through Thread and the official anthropic client: every request legal, compaction honoured."""
+        from anthropic import Anthropic
+
+        from ctxcore import Pipeline
+        from ctxcore.testing.harness.anthropic_server import MessagesServer
+
+        def model(body: dict[str, Any]) -> list[dict[str, Any]]:
+            turn = sum(1 for m in body["messages"] if m["role"] == "user")
+            blocks = [compaction_block(f"summary {len(body['messages'])}")] if len(body["messages"]) > 12 else []
+            return [*blocks, *web_search_blocks(f"srvtoolu_{len(body['messages'])}_{turn}", "news",
+                                                [("https://example.org/a", "A")]), {"type": "text", "text": "Here."}]
+
+        thread = Pipeline.from_string(PIPELINE.format(provider="anthropic"), host=loop_host).thread("a")
+        with MessagesServer(reply=model) as server:
+            client = Anthropic(base_url=server.base_url, api_key="unused", max_retries=0)
+            for turn in range(30):
+                thread.add_user(f"Question {turn}?")
+                body = thread.build().to_anthropic()
+                reply = client.beta.messages.create(model="claude-test", max_tokens=64, **body)
+                thread.add_response(reply)
+        assert len(server.requests) == 30
+        last = server.requests[-1]["messages"]
+        assert len(last) < 12 and [b["type"] for b in last[1]["content"]][0] == "compaction"
+        assert sum(1 for m in thread.messages if m.role == "assistant") == 30
+
+    def test_thirty_turns_of_openai_reasoning_and_compaction(self, loop_host: Any) -> None:
+        """30 turns through Thread and the official openai client: reasoning re-sent with its item, compaction honoured."""
+        from openai import OpenAI
+
+        from ctxcore import Pipeline
+        from ctxcore.testing.harness.openai_server import ChatServer
+
+        def model(body: dict[str, Any]) -> dict[str, Any]:
+            n = len(body["input"])
+            output = [{"type": "web_search_call", "id": f"ws_{n}", "status": "completed",
+                       "action": {"type": "search", "query": "news"}}]
+            if n > 12:
+                output.append(compaction_item(f"cmp_{n}"))
+            return {"content": "Here.", "output": output}
+
+        thread = Pipeline.from_string(PIPELINE.format(provider="openai-responses"), host=loop_host).thread("o")
+        with ChatServer(reply=model, reasoning=True) as server:
+            client = OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
+            for turn in range(30):
+                thread.add_user(f"Question {turn}?")
+                body = thread.build().to_openai_responses()
+                thread.add_response(client.responses.create(model="gpt-test", input=body["input"], store=False))
+        assert len(server.requests) == 30
+        kinds = [i.get("type", "message") for i in server.requests[-1]["input"]]
+        assert "compaction" in kinds and kinds.count("reasoning") <= 2 and len(kinds) < 14

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ctxcore.errors import InvalidHistory
+from ctxcore.model.blocks import provider_blocks
 from ctxcore.model.messages import Message, ToolCall
 from ctxcore.model.structure import structure_of
 
@@ -331,12 +332,16 @@ def legal_start(
     System messages are never dropped. A protected assistant or tool message
     before the first user message cannot be dropped and raises
     :class:`InvalidHistory`. A window with no user message keeps only its system
-    messages.
+    messages. A window opening with an OpenAI Responses ``compaction`` item is
+    legal as it is: the compaction stands for everything before it, and
+    OpenAI's guide starts the next request there.
     """
     n = len(window)
     i = 0
     while i < n and window[i].role == "system":
         i += 1
+    if i < n and any(b.api == "openai-responses" and b.is_compaction for b in provider_blocks(window[i].content)):
+        return LegalStart(list(window), [])
     j = i
     while j < n and window[j].role != "user":
         j += 1
