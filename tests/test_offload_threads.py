@@ -171,11 +171,12 @@ def test_agent_preset_offloads_by_default(tmp_path: Path, host) -> None:
 
 def test_offload_keeps_the_history_lazy_for_the_budget() -> None:
     """With no result to offload, the filter after offload still gets the lazy history (so its fast path stays on)."""
-    from ctxcore import ContextBuilder, ModelBudget
-    from ctxcore.kit import is_lazy
     from ctxcore_counters import ApproximateCounter
     from ctxcore_filters import Offload, TokenBudget
     from ctxcore_providers import History
+
+    from ctxcore import ContextBuilder, ModelBudget
+    from ctxcore.kit import is_lazy
 
     seen = []
 

@@ -17,6 +17,7 @@ def test_the_newest_huge_tool_result_is_named_with_its_call() -> None:
     text = overflow_cause(messages, COUNTER)
     assert text is not None and text.startswith("the newest tool result (call 'c7', 2,0")
     assert "spill_dir" in text  # the old 5,000-word turn is droppable, so it is not the cause
+    assert "an `offload` step" in text
 
 
 def test_tool_schemas_and_system_prompt_are_candidates() -> None:

@@ -275,3 +275,14 @@ def test_cli_prints_the_schema(tmp_path: Path) -> None:
     chat = yaml.safe_load((PRESETS[0].parent / "chat.yaml").read_text(encoding="utf-8"))
     assert not list(jsonschema.Draft202012Validator(schema).iter_errors(chat))
     assert list(jsonschema.Draft202012Validator(schema).iter_errors({**chat, "providerz": []}))
+
+
+def test_memory_record_is_in_the_schema_and_agrees_with_the_loader(validator: jsonschema.protocols.Validator,
+                                                                     full_host: PluginHost) -> None:
+    """``memory: record:`` validates in the schema as in the loader; a misspelt key fails both; other steps have no record."""
+    good = {"version": 1, "memory": {"type": "sqlite", "path": "m.db", "record": {"user_turns": True, "namespace": "p"}}}
+    bad = {"version": 1, "memory": {"type": "sqlite", "record": {"user_turn": True}}}
+    elsewhere = {"version": 1, "filters": [{"type": "token_budget", "record": {"user_turns": True}}]}
+    assert _errors(validator, good) == [] and _loads(good, full_host)
+    assert _errors(validator, bad) and not _loads(bad, full_host)
+    assert _errors(validator, elsewhere) and not _loads(elsewhere, full_host)

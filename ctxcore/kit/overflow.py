@@ -20,6 +20,7 @@ from ctxcore.model.messages import Message
 __all__ = ["overflow_cause"]
 
 _TOOL_FIX = ("make the tool return less, or add a step that shortens large results before the budget: "
+             "an `offload` step (a quoted preview plus a handle the model reads with the context_retrieve tool), "
              "compaction's `tool_results` stage with `keep_last_results: 0` (and `spill_dir` to offload the full "
              "text to a file), or a truncating filter such as `truncate_tool_results`")
 

@@ -123,7 +123,7 @@ def component_schema(component: Component, defs: dict[str, Any]) -> dict[str, An
         "additionalProperties": False,
     }
     if component.kind == "memory":  # the memory step's own `record:` section (ctxcore.pipeline.spec.MemoryRecordSpec)
-        props["record"] = _record_schema(defs)
+        out["properties"]["record"] = _record_schema(defs)
     required = [r for r in model.get("required", []) if r in props]
     if required:
         out["required"] = required
