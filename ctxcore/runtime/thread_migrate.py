@@ -18,6 +18,7 @@ from typing import Any
 
 from ctxcore.errors import CheckpointCorrupt
 from ctxcore.model.messages import Message
+from ctxcore.model.stored import stored_message
 
 __all__ = ["THREAD_FORMAT", "legacy_thread", "messages_of", "migrate_threads", "saved_messages"]
 
@@ -30,10 +31,16 @@ def messages_of(thread_id: str, step: int, raw: Any) -> tuple[list[Message], lis
 
     Stored text is untrusted: a thread never stores a system message (its
     ``add_*`` methods make user, assistant and tool messages), so a stored one
-    is refused rather than given the system role.
+    is refused rather than given the system role. Each item is checked
+    completely: one that validation would keep as it is is built without it
+    (:func:`ctxcore.model.stored.stored_message`), any other is validated.
     """
     messages = []
     for i, item in enumerate(raw):
+        message = stored_message(item)
+        if message is not None:
+            messages.append(message)
+            continue
         try:
             message = Message.model_validate(item)
         except ValueError as exc:

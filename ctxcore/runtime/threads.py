@@ -31,6 +31,7 @@ from ctxcore.errors import InvalidHistory, StaleWrite
 from ctxcore.kit.threadlog import THREAD_LOG_FORMAT, ThreadSnapshot, encode_messages, extend_view, view_of
 from ctxcore.model.anthropic_io import messages_from_anthropic
 from ctxcore.model.messages import Message
+from ctxcore.model.stored import stored_dump
 from ctxcore.pipeline.spec import Pipeline, register_thread_factories
 from ctxcore.runtime.replies import message_from_reply
 from ctxcore.runtime.thread_migrate import THREAD_FORMAT, legacy_thread, messages_of, saved_messages
@@ -244,7 +245,7 @@ class Thread:
     # ------------------------------------------------------------ internals
     def _append(self, message: Message) -> None:
         """Append ``message`` once its JSON is known to be storable (``UnstorableState`` otherwise, nothing appended)."""
-        dump = message.model_dump(mode="json")
+        dump = stored_dump(message)
         encode_messages([dump])
         self._messages.append(message)
         self._dumps.append(dump)
