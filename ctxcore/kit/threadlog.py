@@ -32,6 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from operator import itemgetter
 from typing import Any, Protocol, runtime_checkable
 
 from ctxcore.errors import CheckpointCorrupt, CtxError, StaleWrite
@@ -252,13 +253,14 @@ def snapshot_of_rows(where: str, thread_id: str, row: Sequence[Any], bodies: Seq
     if len(bodies) != count or (bodies and int(bodies[-1][0]) != count - 1):
         raise corrupt(where, thread_id, step, f"the step counts {count} messages but {len(bodies)} are stored")
     try:
-        messages = json.loads("[" + ",".join(b[1] for b in bodies) + "]")
+        messages = json.loads("[" + ",".join(map(_BODY, bodies)) + "]")
         meta = json.loads(row[3])
     except ValueError as exc:
         raise corrupt(where, thread_id, step, f"a stored message is not JSON ({exc})") from exc
     return ThreadSnapshot(StepRecord(thread_id, step, count, str(row[2]), meta), messages)
 
 
+_BODY = itemgetter(1)
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 

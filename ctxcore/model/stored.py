@@ -44,14 +44,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-#: Per role read without validation: every field's value but id, content and the calls, in field order.
-_BASE: dict[str, dict[str, Any]] = {
-    role: {"id": None, "role": role, "content": None, "name": None, "tool_call_id": None, "tool_calls": (),
-           "metadata": None, "source": None, "trust": ROLE_DEFAULTS[role][0], "zone": ROLE_DEFAULTS[role][1], "priority": 0}
-    for role in ("user", "assistant", "tool")
-}
-#: Per role: the fields validation's role defaults add to the fields-set (a tool result's trust).
-_ADDED: dict[str, frozenset[str]] = {"user": frozenset(), "assistant": frozenset(), "tool": frozenset({"trust"})}
+#: The fields-set validation gives a stored tool result: its keys and the trust its role's default adds.
+_RESULT_SET = _RESULT | {"trust"}
 
 
 def stored_dump(message: Message) -> dict[str, Any]:
@@ -88,29 +82,32 @@ def _calls(raw: Any) -> tuple[ToolCall, ...] | None:
 def stored_message(data: Any) -> Message | None:
     """``Message.model_validate(data)`` for the usual stored shapes, built without validation; ``None`` for any other.
 
-    The shapes (exactly these keys, every value a ``str``): a user message or
-    an answer ``{id, role, content}``; a tool result ``{id, role, content,
-    tool_call_id}`` with a non-empty call id; an assistant's calls ``{id,
-    role, tool_calls}`` or ``{id, role, content, tool_calls}`` with a
-    non-empty list of plain calls (:func:`_calls`). Anything else (metadata,
-    names, provenance, content blocks, a system message, the full form older
-    stores hold, a foreign or damaged row) is left to validation.
+    The shapes (exactly these keys; id, content and call id strings, content
+    also null): a user message or an answer ``{id, role, content}``; a tool
+    result ``{id, role, content, tool_call_id}`` with a non-empty call id; an
+    assistant's calls ``{id, role, tool_calls}`` or ``{id, role, content,
+    tool_calls}`` with a non-empty list of plain calls (:func:`_calls`).
+    Anything else (metadata, names, provenance, content blocks, a system
+    message, the full form older stores hold, a foreign or damaged row) is
+    left to validation.
     """
-    if type(data) is not dict or type(data.get("id")) is not str:
+    if type(data) is not dict:
         return None
-    keys, role = data.keys(), data.get("role")
+    keys, role, message_id, content = data.keys(), data.get("role"), data.get("id"), data.get("content")
+    if type(message_id) is not str or (content is not None and type(content) is not str):
+        return None
     calls: tuple[ToolCall, ...] | None = ()
-    if keys == _TEXT:
-        ok = role == "user" or role == "assistant"
-    elif keys == _RESULT:
-        ok = role == "tool" and type(data["tool_call_id"]) is str and data["tool_call_id"] != ""
-    elif keys == _CALLS or keys == _TEXT_CALLS:
-        calls = _calls(data["tool_calls"]) if role == "assistant" else None
-        ok = calls is not None
+    if keys == _TEXT and (role == "user" or role == "assistant"):
+        fields = _TEXT
+    elif keys == _RESULT and role == "tool" and type(data["tool_call_id"]) is str and data["tool_call_id"]:
+        fields = _RESULT_SET
+    elif (keys == _CALLS or keys == _TEXT_CALLS) and role == "assistant":
+        calls, fields = _calls(data["tool_calls"]), _CALLS if len(data) == 3 else _TEXT_CALLS
+        if calls is None:
+            return None
     else:
         return None
-    if not ok or ("content" in data and type(data["content"]) is not str):
-        return None
-    values = {**_BASE[role], **data}
-    values["role"], values["metadata"], values["tool_calls"] = ROLE_DEFAULTS[role][3], {}, calls
-    return unchecked_model(Message, values, set(keys) | _ADDED[role])
+    trust, zone, _, interned = ROLE_DEFAULTS[role]
+    return unchecked_model(Message, {"id": message_id, "role": interned, "content": content, "name": None,
+                                     "tool_call_id": data.get("tool_call_id"), "tool_calls": calls, "metadata": {},
+                                     "source": None, "trust": trust, "zone": zone, "priority": 0}, set(fields))
