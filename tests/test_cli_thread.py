@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +92,75 @@ def test_pipeline_without_checkpointer_is_refused(tmp_path: Path) -> None:
     path.write_text("version: 1\nproviders:\n  - {type: history}\n")
     out = ctx("thread", "list", "--pipeline", str(path))
     assert out.returncode == 1 and "has no thread store" in out.stderr
+
+
+class TestViewSteps:
+    """A step that took messages back (a session's ``pop_item``) shows without them in every thread command."""
+
+    @pytest.fixture(autouse=True)
+    def _autoload(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """CliRunner runs `ctx` in this process with the installed plugins, as a user's `ctx` does (stderr kept apart)."""
+        from ctxcore.plugins.host import reset_default_host
+
+        monkeypatch.delenv("CTXCORE_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+        reset_default_host()
+
+    @pytest.fixture
+    def viewed(self, saved: Path) -> Path:
+        """chat-1 of ``saved`` plus step 1: the last answer taken back and replaced, as ``pop_item`` + ``add_items`` write it."""
+        from ctxcore_checkpointers import SqliteThreadStore
+
+        store = SqliteThreadStore(saved.parent / "c.db")
+        snap = store.read("chat-1")
+        replacement = {**snap.messages[3], "id": "new-answer", "content": "It is 18C in Paris."}
+        store.append("chat-1", [replacement], expected_step=0,
+                     metadata={"format": "ctxcore.threadlog/1", "view": [[0, 3], [4, 5]]})
+        store.close()
+        return saved
+
+    @staticmethod
+    def _cli(*args: str) -> Any:
+        from click.testing import CliRunner
+
+        from ctxcore.cli import cli
+
+        return CliRunner().invoke(cli, list(args), env={"COLUMNS": "3000"})
+
+    def test_show_and_export_leave_out_taken_back_messages(self, viewed: Path) -> None:
+        """show --json, show --step and export show the step's view: the replaced answer is gone, the replacement is last."""
+        shown = json.loads(self._cli("thread", "show", "chat-1", "--pipeline", str(viewed), "--json").output)
+        assert [m.get("content") for m in shown["messages"]][-2:] == ["18C", "It is 18C in Paris."]
+        assert len(shown["messages"]) == 4
+        older = json.loads(self._cli("thread", "show", "chat-1", "--step", "0", "--pipeline", str(viewed), "--json").output)
+        assert [m.get("content") for m in older["messages"]][-1] == "18C."
+        exported = json.loads(self._cli("thread", "export", "chat-1", "--pipeline", str(viewed)).output)
+        assert exported["messages"] == shown["messages"]
+
+    def test_repair_applies_the_view(self, viewed: Path) -> None:
+        """show --repair and export --repair read the newest intact step as the thread holds it, view applied."""
+        out = self._cli("thread", "export", "chat-1", "--repair", "--pipeline", str(viewed))
+        assert out.exit_code == 0, out.output
+        contents = [m.get("content") for m in json.loads(out.output)["messages"]]
+        assert contents[-1] == "It is 18C in Paris." and "18C." not in contents and len(contents) == 4
+        table = self._cli("thread", "show", "chat-1", "--repair", "--pipeline", str(viewed))
+        assert "4 messages" in table.output and "It is 18C in Paris." in table.output
+
+    def test_repair_of_a_damaged_view_shows_the_whole_step_and_says_so(self, saved: Path) -> None:
+        """A step whose view is not valid ranges: --repair exports all the step's log messages and warns on stderr."""
+        from ctxcore_checkpointers import SqliteThreadStore
+
+        store = SqliteThreadStore(saved.parent / "c.db")
+        store.append("chat-1", [], expected_step=0, metadata={"format": "ctxcore.threadlog/1", "view": [[3, 1]]})
+        store.close()
+        result = self._cli("thread", "export", "chat-1", "--repair", "--pipeline", str(saved))
+        assert result.exit_code == 0
+        assert len(json.loads(result.stdout)["messages"]) == 4
+        assert "view is damaged" in result.stderr and "step 1" in result.stderr
+
+    def test_diff_thread_compares_what_each_step_holds(self, viewed: Path) -> None:
+        """ctx diff --thread: the taken-back answer is replaced (changed), not kept beside its replacement."""
+        out = self._cli("diff", "--pipeline", str(viewed), "--thread", "chat-1", "--json")
+        assert out.exit_code == 0, out.output
+        d = json.loads(out.stdout)
+        assert d["steps"] == [0, 1] and d["entered"] == [] and d["left"] == []
+        assert [(c["preview"], c["id_b"]) for c in d["changed"]] == [("18C.", "new-answer")]

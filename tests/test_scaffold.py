@@ -99,7 +99,8 @@ def test_rendered_files_are_complete(kind: str) -> None:
     assert '[project.entry-points.ctxcore]\nacme-thing = "acme_thing.plugin"' in files["pyproject.toml"]
     assert 'dependencies = ["ctxcore-llm>=' in files["pyproject.toml"]
     hook = {"provider": "register_providers", "filter": "register_filters", "counter": "register_token_counters",
-            "checkpointer": "register_checkpointers", "memory": "register_memory_stores"}[kind]
+            "checkpointer": "register_checkpointers", "thread_store": "register_thread_stores",
+            "memory": "register_memory_stores"}[kind]
     assert f"def {hook}(register: Any)" in files["acme_thing/plugin.py"]
     assert "Contract" in files["tests/test_acme_thing.py"]
 

@@ -12,6 +12,7 @@ import pytest
 from ctxcore import Pipeline, StaleWrite
 from ctxcore.errors import UnstorableState
 from ctxcore.kit import UnknownStep
+from ctxcore.model.stored import stored_dump
 from ctxcore.testing import fresh_host
 from tests.test_cli import ctx
 
@@ -177,10 +178,28 @@ class TestOldThreads:
         thread.add_user("new question")
         assert thread.save() == 3
         snap = pipeline.thread_store().read("old")
-        assert snap.record.step == 3 and snap.messages == [*dumps, thread.messages[-1].model_dump(mode="json")]
+        assert snap.record.step == 3 and snap.messages == [*dumps, stored_dump(thread.messages[-1])]
         thread.add_response({"role": "assistant", "content": "new answer"})
         assert thread.save() == 4
         assert len(sqlite_pipeline(log_host, db).thread("old").messages) == 8
+
+    def test_a_log_of_full_dumps_opens_and_continues(self, log_host: Any, tmp_path: Path) -> None:
+        """A log whose rows hold the full model_dump (as stores written before the compact form do) opens, equal, and continues."""
+        db = tmp_path / "c.db"
+        pipeline = sqlite_pipeline(log_host, db)
+        writer = pipeline.thread("full")
+        for i in range(2):
+            turn(writer, i)
+        full = [m.model_dump(mode="json") for m in writer.messages]
+        pipeline.thread_store().append("full", full, expected_step=None, metadata={"format": "ctxcore.threadlog/1"})
+        reopened = sqlite_pipeline(log_host, db).thread("full")
+        assert reopened.messages == writer.messages and reopened.step == 0
+        assert [m.model_dump(mode="json") for m in reopened.messages] == full
+        turn(reopened, 2)
+        assert reopened.save() == 1
+        rows = sqlite_pipeline(log_host, db).thread_store().read("full").messages
+        assert rows[:8] == full and rows[8] == {"id": reopened.messages[8].id, "role": "user", "content": "question 2"}
+        assert sqlite_pipeline(log_host, db).thread("full").messages == reopened.messages
 
     def test_ctx_thread_migrate_converts_every_old_thread(self, tmp_path: Path) -> None:
         """`ctx thread migrate` converts old threads; list then shows them in the log with their messages."""

@@ -21,8 +21,8 @@ import click
 from ctxcore.cli._common import fail, load_pipeline, parse_runtime
 from ctxcore.cli._progress import progress_bar
 from ctxcore.cli.explain import print_explain
-from ctxcore.errors import ConfigError, CtxError
-from ctxcore.kit.threadlog import idle_cutoff, parse_age
+from ctxcore.errors import CheckpointCorrupt, ConfigError, CtxError
+from ctxcore.kit.threadlog import idle_cutoff, parse_age, view_of
 from ctxcore.model.messages import Message
 from ctxcore.runtime.thread_migrate import THREAD_FORMAT, migrate_threads
 from ctxcore.runtime.threads import open_thread
@@ -65,13 +65,24 @@ def _open(ctx: click.Context, file: str, thread_id: str, step: int | None = None
 
 
 def _salvaged(ctx: click.Context, file: str, thread_id: str) -> tuple[int, list[Message]]:
-    """The newest intact step of a damaged thread and its messages (``--repair``)."""
+    """The newest intact step of a damaged thread and the messages it shows (``--repair``).
+
+    The step's view applies (messages a session took back stay hidden); a
+    damaged view shows the step's whole log prefix instead, said on stderr, so
+    nothing readable is withheld from a repair.
+    """
     store = _pipeline(ctx, file).thread_store()
     snap = store.salvage(thread_id)
     if snap is None:
         fail(f"no readable step of thread {thread_id!r} in {file}'s thread store")
     try:
-        return snap.record.step, [Message.model_validate(m) for m in snap.messages]
+        shown = view_of(snap)[0]
+    except CheckpointCorrupt:
+        shown = snap.messages
+        click.echo(f"warning: thread {thread_id!r} step {snap.record.step}: its view is damaged; showing all "
+                   f"{len(shown)} messages the step's log holds (replaced ones included)", err=True)
+    try:
+        return snap.record.step, [Message.model_validate(m) for m in shown]
     except ValueError as exc:
         fail(f"thread {thread_id!r} step {snap.record.step}: a message is not a ctxcore message: {exc}")
 

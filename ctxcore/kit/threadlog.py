@@ -1,7 +1,8 @@
 """The thread log contract: a conversation stored once, appended in order, with small step records.
 
 A :class:`ThreadStore` keeps, per thread, an append-only list of messages (each
-a JSON object, the ``Message.model_dump(mode="json")`` of a ctxcore message)
+a JSON object that ``Message.model_validate`` reads: a ``Thread`` writes
+:func:`ctxcore.model.stored.stored_dump`, a dump without role defaults)
 and a list of step records. A step record (:class:`StepRecord`) says "as of
 step N the thread had its first ``messages`` messages" plus a time and
 metadata. Saving a turn appends the turn's new messages and one step record in
@@ -31,6 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from operator import itemgetter
 from typing import Any, Protocol, runtime_checkable
 
 from ctxcore.errors import CheckpointCorrupt, CtxError, StaleWrite
@@ -150,17 +152,26 @@ def view_of(snapshot: ThreadSnapshot) -> tuple[list[dict[str, Any]], list[list[i
         CheckpointCorrupt: the view is not such a list of ranges.
     """
     record, messages = snapshot.record, snapshot.messages
-    view = (record.metadata or {}).get("view") if isinstance(record.metadata, Mapping) else None
+    view = record.metadata.get("view") if isinstance(record.metadata, Mapping) else None
     if view is None:
         return messages, None
-    last = 0
-    for item in view if isinstance(view, list) else [None]:
-        if not (isinstance(item, list) and len(item) == 2 and all(type(v) is int for v in item)
-                and last <= item[0] < item[1] <= record.messages):
-            raise corrupt("step metadata", record.thread_id, record.step,
-                          f"its view {view!r} is not ascending [start, end) ranges below {record.messages}")
-        last = item[1]
+    if not _is_view(view, record.messages):
+        raise corrupt("step metadata", record.thread_id, record.step,
+                      f"its view {view!r} is not ascending [start, end) ranges below {record.messages}")
     return [m for start, end in view for m in messages[start:end]], [list(r) for r in view]
+
+
+def _is_view(view: Any, count: int) -> bool:
+    """Whether ``view`` is a list of ascending, disjoint ``[start, end)`` int pairs below ``count``."""
+    if not isinstance(view, list):
+        return False
+    last = 0
+    for item in view:
+        if not (isinstance(item, list) and len(item) == 2 and all(type(v) is int for v in item)
+                and last <= item[0] < item[1] <= count):
+            return False
+        last = item[1]
+    return True
 
 
 def extend_view(view: list[list[int]] | None, start: int, end: int) -> list[list[int]] | None:
@@ -242,13 +253,14 @@ def snapshot_of_rows(where: str, thread_id: str, row: Sequence[Any], bodies: Seq
     if len(bodies) != count or (bodies and int(bodies[-1][0]) != count - 1):
         raise corrupt(where, thread_id, step, f"the step counts {count} messages but {len(bodies)} are stored")
     try:
-        messages = json.loads("[" + ",".join(b[1] for b in bodies) + "]")
+        messages = json.loads("[" + ",".join(map(_BODY, bodies)) + "]")
         meta = json.loads(row[3])
     except ValueError as exc:
         raise corrupt(where, thread_id, step, f"a stored message is not JSON ({exc})") from exc
     return ThreadSnapshot(StepRecord(thread_id, step, count, str(row[2]), meta), messages)
 
 
+_BODY = itemgetter(1)
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 

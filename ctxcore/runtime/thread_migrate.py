@@ -14,10 +14,11 @@ in the log, the log wins.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ctxcore.errors import CheckpointCorrupt
 from ctxcore.model.messages import Message
+from ctxcore.model.stored import stored_message
 
 __all__ = ["THREAD_FORMAT", "legacy_thread", "messages_of", "migrate_threads", "saved_messages"]
 
@@ -30,20 +31,28 @@ def messages_of(thread_id: str, step: int, raw: Any) -> tuple[list[Message], lis
 
     Stored text is untrusted: a thread never stores a system message (its
     ``add_*`` methods make user, assistant and tool messages), so a stored one
-    is refused rather than given the system role.
+    is refused rather than given the system role. Each item is checked
+    completely: one that validation would keep as it is is built without it
+    (:func:`ctxcore.model.stored.stored_message`), any other is validated.
     """
-    messages = []
-    for i, item in enumerate(raw):
-        try:
-            message = Message.model_validate(item)
-        except ValueError as exc:
-            raise CheckpointCorrupt(f"thread {thread_id!r} step {step}: message {i} is not a ctxcore message: {exc}") from exc
-        if message.role == "system":
-            raise CheckpointCorrupt(f"thread {thread_id!r} step {step}: message {i} is a system message, which a thread "
-                                    "never stores (stored text is untrusted and never takes the system role); "
-                                    f"something else wrote to the store: read it with `ctx thread export {thread_id} --repair`")
-        messages.append(message)
-    return messages, list(raw)
+    fast = [stored_message(item) for item in raw]  # the usual shapes, without validation; None for the others
+    if all(fast):  # a Message is always true
+        return cast("list[Message]", fast), list(raw)
+    return [m if m is not None else _validated(thread_id, step, i, item)
+            for i, (m, item) in enumerate(zip(fast, raw, strict=True))], list(raw)
+
+
+def _validated(thread_id: str, step: int, i: int, item: Any) -> Message:
+    """Stored message ``i`` validated; ``CheckpointCorrupt`` unless it is a user, assistant or tool message."""
+    try:
+        message = Message.model_validate(item)
+    except ValueError as exc:
+        raise CheckpointCorrupt(f"thread {thread_id!r} step {step}: message {i} is not a ctxcore message: {exc}") from exc
+    if message.role == "system":
+        raise CheckpointCorrupt(f"thread {thread_id!r} step {step}: message {i} is a system message, which a thread "
+                                "never stores (stored text is untrusted and never takes the system role); "
+                                f"something else wrote to the store: read it with `ctx thread export {thread_id} --repair`")
+    return message
 
 
 def _legacy_messages(thread_id: str, checkpoint: Mapping[str, Any]) -> list[Any]:

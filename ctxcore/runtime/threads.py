@@ -32,6 +32,7 @@ from ctxcore.kit.offload import DEFAULT_RETRIEVE_CHARS, resolve_handle, run_cont
 from ctxcore.kit.threadlog import THREAD_LOG_FORMAT, ThreadSnapshot, encode_messages, extend_view, view_of
 from ctxcore.model.anthropic_io import messages_from_anthropic
 from ctxcore.model.messages import Message
+from ctxcore.model.stored import stored_dump
 from ctxcore.pipeline.spec import Pipeline, register_thread_factories
 from ctxcore.runtime.memory_record import record_turn, summaries_of
 from ctxcore.runtime.replies import message_from_reply
@@ -294,7 +295,7 @@ class Thread:
 
     def _append(self, message: Message) -> None:
         """Append ``message`` once its JSON is known to be storable (``UnstorableState`` otherwise, nothing appended)."""
-        dump = message.model_dump(mode="json")
+        dump = stored_dump(message)
         encode_messages([dump])
         self._messages.append(message)
         self._dumps.append(dump)

@@ -27,6 +27,7 @@ from typing import Any
 
 from ctxcore.engine.builder import BuiltContext
 from ctxcore.engine.report import MessageRecord
+from ctxcore.kit.threadlog import view_of
 from ctxcore.redaction import redact_text
 
 __all__ = ["diff_builds", "diff_replay", "diff_thread", "format_diff"]
@@ -330,8 +331,10 @@ def diff_thread(
     """The diff between the requests two saved turns of a :class:`~ctxcore.runtime.threads.Thread` lead to.
 
     A turn is a saved step of the thread store ``store``: the request of step
-    ``s`` is the build over the messages the thread had at ``s`` (what
-    ``Thread.build`` sends right after ``pipeline.thread(id, step=s)``).
+    ``s`` is the build over the messages the thread showed at ``s``, its view
+    applied (``ctxcore.kit.view_of``: messages a session took back are left
+    out), which is what ``Thread.build`` sends right after
+    ``pipeline.thread(id, step=s)``.
     ``steps`` default to the last two saved steps, the two consecutive turns
     whose prompt-cache miss a user asks about. Both builds use one builder,
     earlier step first, as the thread's own session would.
@@ -352,7 +355,7 @@ def diff_thread(
     if i == j:
         raise ValueError("give two different steps")
     run = {"thread_id": thread_id, **(runtime or {})}
-    built = {s: builder.build({"messages": messages_of(thread_id, s, store.read(thread_id, s).messages)[0]}, run)
+    built = {s: builder.build({"messages": messages_of(thread_id, s, view_of(store.read(thread_id, s))[0])[0]}, run)
              for s in sorted((i, j))}
     d = diff_builds(built[i], built[j], labels=(f"step {i}", f"step {j}"))
     return {**d, "thread_id": thread_id, "steps": [i, j]}, built[j]

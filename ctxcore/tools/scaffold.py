@@ -25,8 +25,8 @@ from string import Template
 from ctxcore.errors import ScaffoldError
 from ctxcore.plugins.registry import HOOK_FOR_KIND, KINDS
 
-#: the kinds `ctx plugins new` has templates for (a thread store starts from ThreadStoreContract, docs/persistence.md).
-SCAFFOLD_KINDS: tuple[str, ...] = tuple(k for k in KINDS if k != "thread_store")
+#: the kinds `ctx plugins new` has templates for: every kind a plugin can register.
+SCAFFOLD_KINDS: tuple[str, ...] = KINDS
 
 __all__ = ["ScaffoldError", "PluginNames", "plugin_names", "render_plugin", "create_plugin", "KIND_INFO", "SCAFFOLD_KINDS"]
 
@@ -64,6 +64,11 @@ KIND_INFO: dict[str, _Kind] = {
         "CheckpointerContract (ctxcore.testing.contracts.checkpointer)",
         "checkpointer: {type: $component, path: .ctx/$component}",
         "- `path`: the directory holding one JSON file per thread.",
+    ),
+    "thread_store": _Kind(
+        "ThreadStoreContract (ctxcore.testing.contracts)",
+        "threads: {type: $component, path: .ctx/$component.db}",
+        "- `path`: the SQLite file holding every thread's message log and step records.",
     ),
     "memory": _Kind(
         "MemoryStoreContract (ctxcore.testing.contracts.memory_store)",
