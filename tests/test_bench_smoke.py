@@ -205,3 +205,9 @@ def test_input_forms_times_every_form(capsys: pytest.CaptureFixture[str]) -> Non
     assert sorted(out) == ["anthropic", "chat", "parts", "responses"]
     assert all(items > 0 and cold > 0 and turn > 0 for items, cold, turn in out.values())
     assert len(capsys.readouterr().out.splitlines()) == 4
+
+
+def test_the_performance_page_stays_short_enough_to_read() -> None:
+    """docs/performance.md is a page a user reads (what is fast, the guard, measuring, limits): at most 250 lines."""
+    lines = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"docs/performance.md has {len(lines)} lines; keep it to 250 (history goes to the git log)"
