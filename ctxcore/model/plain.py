@@ -25,7 +25,7 @@ _KNOWN_KEYS = frozenset({"role", "content", "name", "tool_call_id", "tool_calls"
 PlainFields = tuple[tuple[str, str, frozenset[str], str], "str | None", "str | None", "tuple[str, ...]"]
 _ABSENT: Any = object()
 #: The fields of a plain two-key dict (role and content) of each role but ``tool``, made once.
-_BARE: dict[str, PlainFields] = {role: (defaults, None, None, ()) for role, defaults in ROLE_DEFAULTS.items()
+_BARE: dict[Any, PlainFields] = {role: (defaults, None, None, ()) for role, defaults in ROLE_DEFAULTS.items()
                                  if role != "tool"}
 
 
