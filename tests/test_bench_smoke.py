@@ -225,3 +225,9 @@ def test_retention_bench_measures_every_row_and_writes_its_section(tmp_path: Pat
     write_section(page, retention.SECTION, retention.markdown(results))
     text = page.read_text(encoding="utf-8")
     assert "ctxcore + recall (BM25)" in text and "Next-turn build" in text and text.endswith("after\n")
+
+
+def test_the_performance_page_stays_short_enough_to_read() -> None:
+    """docs/performance.md is a page a user reads (what is fast, the guard, measuring, limits): at most 250 lines."""
+    lines = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"docs/performance.md has {len(lines)} lines; keep it to 250 (history goes to the git log)"

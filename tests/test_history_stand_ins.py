@@ -304,10 +304,21 @@ def test_a_rebuild_keeps_the_contents_of_the_stand_ins_it_keeps_only() -> None:
     shorter = [*items[:4], {"role": "user", "content": "replaced"}, *items[5:8]]  # a new list: a rebuild
     second = provider.get_messages({"messages": shorter}, {})
     kept = [s for s in structure_of(second) if type(s).__name__ == "Stored"]
-    assert len(kept) == 7 and sorted(k for k in provider._contents if k >= 0) == [s.index for s in kept]
+    assert len(kept) == 7 and sorted(provider._contents) == [s.index for s in kept]
     assert [m.model_dump() for m in second] == [m.model_dump() for m in History(annotate=False).get_messages(
         {"messages": shorter}, {})]
     assert [m.text for m in first] == old_texts  # the earlier snapshot, first read after the rebuild
     shorter.append({"role": "assistant", "content": "appended"})
     third = provider.get_messages({"messages": shorter}, {})
     assert [m.text for m in third][-2:] == ["text 7", "appended"] and [m.text for m in first] == old_texts
+
+
+def test_a_stand_ins_id_is_kept_on_the_stand_in_not_in_the_contents_store() -> None:
+    """Reading every stand-in's id (twice) gives the eager ids and leaves the provider's contents store
+    holding only the texts, keyed by item index: an id is cached on its stand-in, never at a key of the store."""
+    items: list[Any] = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"text {k}"} for k in range(10)]
+    provider = History(annotate=False)
+    stored = structure_of(provider.get_messages({"messages": items}, {}))
+    ids = [s.id for s in stored]
+    assert ids == [s.id for s in stored] == [_stable_id(KEY, k, item) for k, item in enumerate(items)]
+    assert provider._contents == {k: f"text {k}" for k in range(10)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
@@ -64,6 +64,12 @@ def _outcome(call: Any) -> tuple[str, Any]:
 
 @settings(max_examples=400, deadline=None)
 @given(dicts, st.sampled_from([None, "m1"]))
+# The two-key boundary of the plain check: a bare tool result (no call id), content absent, a non-string content.
+@example({"role": "tool", "content": "ok"}, "m1")
+@example({"role": "user", "name": "ann"}, "m1")
+@example({"role": "assistant", "content": 3}, "m1")
+@example({"role": "assistant", "content": None}, "m1")
+@example({"role": "system", "content": "rules", "name": "x"}, "m1")
 def test_plain_dicts_build_what_validation_builds(data: dict[str, Any], message_id: str | None) -> None:
     provenance = {} if message_id is None else {"id": message_id}
     fast = _outcome(lambda: Message.from_openai(data, **provenance))

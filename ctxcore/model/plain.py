@@ -23,6 +23,10 @@ _KNOWN_KEYS = frozenset({"role", "content", "name", "tool_call_id", "tool_calls"
 
 #: What :func:`plain_fields` reads of a plain dict: the role's defaults, name, tool_call_id, calls (flat triples).
 PlainFields = tuple[tuple[str, str, frozenset[str], str], "str | None", "str | None", "tuple[str, ...]"]
+_ABSENT: Any = object()
+#: The fields of a plain two-key dict (role and content) of each role but ``tool``, made once.
+_BARE: dict[Any, PlainFields] = {role: (defaults, None, None, ()) for role, defaults in ROLE_DEFAULTS.items()
+                                 if role != "tool"}
 
 
 def plain_fields(data: Any) -> PlainFields | None:
@@ -37,11 +41,15 @@ def plain_fields(data: Any) -> PlainFields | None:
     ``tool_calls`` list is not plain: the validating path keeps it for the
     round trip (``metadata["openai_extra"]``).
     """
-    if type(data) is not dict or not _KNOWN_KEYS.issuperset(data) or "content" not in data:
+    if type(data) is not dict:
         return None
-    role, content = data.get("role"), data["content"]
+    role, content = data.get("role"), data.get("content", _ABSENT)
     defaults = ROLE_DEFAULTS.get(role) if type(role) is str else None
-    if defaults is None or (content is not None and type(content) is not str):
+    if defaults is None or (content is not None and type(content) is not str):  # an absent content is not a str
+        return None
+    if len(data) == 2:  # role and content, nothing else (most of a history): no key-set test, no other read
+        return _BARE.get(role)  # a tool result needs its call id: not plain
+    if not _KNOWN_KEYS.issuperset(data):
         return None
     name, call_id = data.get("name"), data.get("tool_call_id")
     if (name is not None and type(name) is not str) or (call_id is not None and type(call_id) is not str):

@@ -256,7 +256,7 @@ def _protected_run(structure: Sequence[Message], start: int) -> int:
     end, n = start, len(structure)
     while end < n:
         m = structure[end]
-        if m.zone != "protected" or m.role == "tool" or m.tool_calls:
+        if m.zone != "protected" or m.role == "tool" or m.has_tool_calls:
             break
         end += 1
     return end

@@ -12,6 +12,7 @@ hypothesis property in tests/test_history_paths.py holds the two paths equal).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -27,21 +28,21 @@ class Stored(tuple):  # type: ignore[type-arg]
     """A plain stored chat dict, read once: its structural fields now, its :class:`Message` when it is read.
 
     The fields, by position (this module is the only place that knows the
-    order): the state key, the provider's ``{item index: content}`` store
-    (where the id, once made, is kept too, at ``-1 - index``), the item's
-    index, the role (the interned name), name, tool_call_id, the calls as one
+    order): the state key, the provider's ``{item index: content}`` store,
+    the item's index, the role (the interned name), name, tool_call_id, the calls as one
     flat ``(id, name, arguments, ...)`` tuple, the role's default trust and
     zone, and whether it requests calls. A tuple subclass whose fields are
     read by C-level getters, because a cold build makes one per stored dict and
     a class with a Python ``__init__`` cost about twice as much; the content
     lives in the store, not in the tuple, so the collector's pass over the new
     stand-ins does not read every text. Invariant: the fields were read from a
-    dict that passed :func:`~ctxcore.model._unchecked.plain_fields`, so its
+    dict that passed :func:`~ctxcore.model.plain.plain_fields`, so its
     message can be built later without a check, and a later in-place edit of
     the dict does not reach it.
     """
 
-    # No __slots__: an instance's __dict__ (made only by History._rehome) holds the store a rebuild gave it.
+    # No __slots__: an instance's __dict__ (made only when needed) holds its id once read and the store a rebuild
+    # gave it (History._rehome).
     _store: dict[int, str]
     key: str
     store: dict[int, str]
@@ -81,15 +82,13 @@ class Stored(tuple):  # type: ignore[type-arg]
         """A plain dict's message has no metadata."""
         return {}
 
-    @property
+    @cached_property
     def id(self) -> str:
-        """The dict's id (:func:`~ctxcore_providers.history.ids.fields_id`), made once and kept in the store."""
-        store, index = getattr(self, "_store", self.store), self.index
-        made: str | None = store.get(-1 - index)
-        if made is None:
-            made = store[-1 - index] = fields_id(self.key, index, self.role, store.get(index), self.name,
-                                                 self.tool_call_id, self.calls)
-        return made
+        """The dict's id (:func:`~ctxcore_providers.history.ids.fields_id`), made when first read and kept on the instance.
+
+        Kept in the instance's ``__dict__`` (made only for the few stand-ins whose id a build reads).
+        """
+        return fields_id(self.key, self.index, self.role, self.content, self.name, self.tool_call_id, self.calls)
 
     def message(self, content: str | None = None, metadata: dict[str, Any] | None = None) -> Message:
         """The dict's message, with ``content`` (default: the dict's) and ``metadata`` set in the same step."""
@@ -109,7 +108,7 @@ del _k, _field
 def stand_in_run(items: Sequence[Any], i: int, append: Callable[[Any], Any], contents: dict[int, str], key: str) -> int:
     """Append a :class:`Stored` for each plain chat dict from ``items[i]`` on; returns the index of the first other item.
 
-    Plain is :func:`~ctxcore.model._unchecked.plain_fields`, the one check the
+    Plain is :func:`~ctxcore.model.plain.plain_fields`, the one check the
     validating path is held equal to; the content goes to ``contents``.
     """
     check, make, n = plain_fields, Stored, len(items)
