@@ -205,3 +205,20 @@ def test_input_forms_times_every_form(capsys: pytest.CaptureFixture[str]) -> Non
     assert sorted(out) == ["anthropic", "chat", "parts", "responses"]
     assert all(items > 0 and cold > 0 and turn > 0 for items, cold, turn in out.values())
     assert len(capsys.readouterr().out.splitlines()) == 4
+
+
+def test_startup_bench_compares_each_case_with_the_baseline(tmp_path: Path) -> None:
+    """bench/startup.py: one real round runs every case; the table has a row per case and flags a row over its bound."""
+    import startup
+
+    medians = startup.measure(1)
+    assert set(medians) == set(startup.CASES) and all(v > 0 for v in medians.values())
+    text, _ = startup.table(medians)
+    assert text.count("\n") == len(startup.CASES) + 1 and "| 1.00× |" in text
+    slow = {case: (1.0 if case is startup.BASELINE else 3.0) for case in startup.CASES}
+    text, ok = startup.table(slow)
+    assert not ok and text.count("**over**") == 2
+    page = tmp_path / "page.md"
+    page.write_text("intro\n<!-- bench:startup:start -->\nold\n<!-- bench:startup:end -->\nend\n", encoding="utf-8")
+    assert startup.main(["--rounds", "1", "--write", str(page)]) in (0, 1)
+    assert "old" not in page.read_text(encoding="utf-8") and "`import ctxcore`" in page.read_text(encoding="utf-8")
