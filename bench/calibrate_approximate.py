@@ -1,6 +1,6 @@
 """Fit the ``approximate`` counter's rates against the real tokenizers.
 
-Usage: ``.venv/bin/python bench/calibrate_approximate.py [--margin 1.055] [--write-cjk]``
+Usage: ``.venv/bin/python bench/calibrate_approximate.py [--margin 1.035] [--write-cjk]``
 
 Splits each corpus (bench/counter_corpora.py) into chunks of about 800
 characters, measures each chunk's features and its real token count for
@@ -78,7 +78,7 @@ def write_cjk() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--margin", type=float, default=1.055, help="multiply fitted rates by this (over-count a little)")
+    parser.add_argument("--margin", type=float, default=1.035, help="multiply fitted rates by this (over-count a little)")
     parser.add_argument("--write-cjk", action="store_true", help="regenerate the common-CJK list first")
     args = parser.parse_args()
     if args.write_cjk:

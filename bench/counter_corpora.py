@@ -1,4 +1,4 @@
-"""The corpora the ``approximate`` counter is calibrated and checked on.
+"""The five corpora the ``approximate`` counter is calibrated and checked on.
 
 - english: English prose shipped in bench/corpora (public-domain passages and
   prose written for this repository);
@@ -7,28 +7,20 @@
 - python: real Python source, a fixed list of modules of the running
   interpreter's standard library (nothing to ship);
 - json: JSON generated deterministically (seeded): API-style records with hex
-  ids, timestamps, numbers, nested objects, both indented and compact;
-- json_*: nine more JSON shapes generated from fixed seeds (bench/json_corpora.py):
-  API responses, minified, configs, numbers, unicode escapes, camelCase keys,
-  GeoJSON, JSON Lines logs, escaped source and Markdown.
+  ids, timestamps, numbers, nested objects, both indented and compact.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import sys
 import sysconfig
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from json_corpora import JSON_CORPORA, json_corpus  # noqa: E402
 
 __all__ = ["CORPORA", "load_corpus", "load_corpora"]
 
 HERE = Path(__file__).resolve().parent / "corpora"
-CORPORA = ("english", "chinese", "mixed", "python", "json", *JSON_CORPORA)
+CORPORA = ("english", "chinese", "mixed", "python", "json")
 PYTHON_MODULES = (
     "textwrap.py", "shlex.py", "heapq.py", "fractions.py", "json/__init__.py", "json/encoder.py",
     "json/decoder.py", "string.py", "dataclasses.py", "contextlib.py",
@@ -86,8 +78,6 @@ def load_corpus(name: str) -> str:
         return _python_source()
     if name == "json":
         return _json_text()
-    if name in JSON_CORPORA:
-        return json_corpus(name)
     raise KeyError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
 
 
