@@ -193,7 +193,7 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 	@touch $@
 
 bench: install $(BENCH_STAMP) postgres redis
-	@for script in bench/perf.py bench/cache_economics.py bench/caching_rules.py bench/thread_growth.py bench/thread_load.py bench/retention.py; do \
+	@for script in bench/perf.py bench/startup.py bench/cache_economics.py bench/caching_rules.py bench/thread_growth.py bench/thread_load.py bench/retention.py; do \
 	  if [ -f $$script ]; then echo "== $$script"; CTXCORE_BENCH_VIA_MAKE=1 $(PY) $$script || exit 1; \
 	  else echo "== $$script: not present, skipped"; fi; \
 	done

@@ -39,6 +39,7 @@ __all__ = [
     "is_secret_key",
     "redact_text",
     "redact",
+    "redact_preview",
 ]
 
 REDACTED = "[REDACTED]"
@@ -48,19 +49,47 @@ REDACTED = "[REDACTED]"
 SECRET_KEY_NAMES: tuple[str, ...] = ("key", "token", "secret", "password", "passwd", "credential", "credentials")
 SECRET_KEY_EXACT: tuple[str, ...] = ("authorization", "cookie", "setcookie")
 
+# A secret-like name in free text or a serialized body, matched by its last word only (the
+# prefix of ``DB_PASSWORD``, ``client_secret`` or ``aws_secret_access_key`` need not be read,
+# only the value is replaced); singular ``token`` only, so ``max_tokens=400`` stays readable.
+_SECRET_NAME = r"(?:pass(?:word|wd|phrase)|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?)"
+# quotes around a name or value, JSON-escaped any number of times (``"``, ``\"``, ``\\\"``)
+_Q = r"(?:\\*[\"'])?"
+
+# a word start: no letter, digit or underscore before, or an escaped line break or tab before
+# (``\nsk-...`` in a JSON body or a repr has "n" before the key, yet the key starts there)
+_B = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
+
 #: Value rule: substrings that are credentials whatever key holds them.
 SECRET_VALUE_PATTERNS: tuple[str, ...] = (
-    r"\bsk-[A-Za-z0-9_\-]{8,}",  # OpenAI / Anthropic style secret keys (sk-..., sk-proj-..., sk-ant-...)
-    r"\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}",  # HTTP bearer credentials
-    r"\bAIza[0-9A-Za-z_\-]{20,}",  # Google API keys
-    r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
-    r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
-    r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key ids
+    # credentials recognisable by their own shape, at a word start (one group: the start is checked once)
+    _B + "(?:" + "|".join((
+        r"sk-[A-Za-z0-9_\-]{8,}",  # OpenAI / Anthropic style secret keys (sk-..., sk-proj-..., sk-ant-...)
+        r"[rs]k_(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe secret and restricted keys
+        r"Bearer\s+[A-Za-z0-9._~+/=\-]{8,}",  # HTTP bearer credentials
+        r"Basic\s+[A-Za-z0-9+/]{8,}={0,2}",  # HTTP basic credentials (base64 of user:password)
+        r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",  # JSON web tokens
+        r"AIza[0-9A-Za-z_\-]{20,}",  # Google API keys
+        r"gh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
+        r"github_pat_[A-Za-z0-9_]{20,}",  # GitHub fine-grained tokens
+        r"hf_[A-Za-z0-9]{20,}",  # Hugging Face tokens
+        r"xox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
+        r"(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids (long-term and temporary)
+    )) + ")",
+    # PEM private keys, whole block (or to the end of the text when a preview cut the END line off)
+    r"-----BEGIN[A-Z ]* PRIVATE KEY-----(?:.*?-----END[A-Z ]* PRIVATE KEY-----|.*)",
     r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)",  # user:password in a URL (postgresql://u:p@host)
     # AWS secret access keys: 40 base64 characters after a secret-access-key name (env, INI, JSON, YAML)
-    r"(?i)\b(?:aws[_-]?)?secret[_-]?access[_-]?key[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
-    # URL query parameters named like secrets (?api_key=..., &access_token=..., &X-Amz-Signature=...)
-    r"(?i)[?&][a-z0-9_.\-]*(?:key|token|secret|password|passwd|signature|credential)=(?P<secret>[^&#\s\"'<>]+)",
+    rf"(?i)\b(?:aws[_-]?)?secret[_-]?access[_-]?key{_Q}\s*[:=]\s*{_Q}(?P<secret>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+])",
+    # URL query or fragment parameters named like secrets (?api_key=..., #access_token=..., &X-Amz-Signature=...)
+    r"(?i)[?&#][a-z0-9_.\-]*(?:key|token|secret|password|passwd|signature|credential)=(?P<secret>[^&#\s\"'<>\\]+)",
+    # an HTTP credential header written as text: its whole value, to the end of the line
+    r"(?i)(?<![A-Za-z0-9])(?:proxy-)?(?:authorization|(?:set-)?cookie)[ \t]*:[ \t]*(?P<secret>(?!\[REDACTED\])[^\r\n\"'\\]+)",
+    # an assignment to a secret-like name in text, env files, YAML or (escaped) JSON: "api_key": "...",
+    # {'password': 'two words'} or ('Authorization', '...') (a quoted value up to its closing quote),
+    # then password=... (unquoted, one word)
+    rf"(?i)(?:{_SECRET_NAME}|authorization|cookie){_Q}[ \t]*[:=,][ \t]*\\*[\"'](?P<secret>(?!\[REDACTED\])[^\"'\\\n]+)",
+    rf"(?i){_SECRET_NAME}{_Q}[ \t]*[:=][ \t]*(?P<secret>(?!\[REDACTED\])[^\s\"'\\,;&<>(){{}}\[\]]{{3,}})",
 )
 
 
@@ -84,7 +113,7 @@ class Redactor:
     def __post_init__(self) -> None:
         # each pattern's optional ``secret`` group gets a unique name in the one combined regex
         parts = [f"(?:{p.replace('(?P<secret>', f'(?P<secret{i}>')})" for i, p in enumerate(self.value_patterns)]
-        object.__setattr__(self, "_compiled", re.compile("|".join(_lift_flags(parts))))
+        object.__setattr__(self, "_compiled", re.compile("|".join(_lift_flags(parts)), re.DOTALL))
 
     def extended(self, *, key_names: Iterable[str] = (), value_patterns: Iterable[str] = ()) -> Redactor:
         """A redactor with extra key-name suffixes and value patterns added to these rules."""
@@ -117,8 +146,8 @@ class Redactor:
     def value(self, value: Any) -> Any:
         """A copy of ``value`` with secrets removed, through dicts, lists, tuples and sets.
 
-        Strings are scanned by pattern; mapping entries with a secret key name are
-        replaced whole; other objects are returned as they are (render them to
+        Strings are scanned by pattern; mapping entries with a secret key name, and
+        ``(name, value)`` pairs such as header tuples, are replaced whole; other objects are returned as they are (render them to
         text first if they may hold secrets).
         """
         if isinstance(value, str):
@@ -128,10 +157,24 @@ class Redactor:
         if isinstance(value, list):
             return [self.value(v) for v in value]
         if isinstance(value, tuple):
+            if len(value) == 2 and self.is_secret_key(value[0]):  # a header pair: ("Authorization", "Basic ...")
+                return (value[0], self.replacement)
             return tuple(self.value(v) for v in value)
         if isinstance(value, (set, frozenset)):
             return type(value)(self.value(v) for v in value)
         return value
+
+
+    def preview(self, body: str | bytes, limit: int = 200) -> dict[str, Any]:
+        """What a log line may say about a request or response body: its size and a redacted preview.
+
+        The whole body is redacted *before* it is cut to ``limit`` characters, so a
+        cut can never leave the readable half of a secret that the patterns would
+        have recognised whole. ``{"bytes": 1234, "preview": "...", "truncated": True}``.
+        """
+        raw = body if isinstance(body, bytes) else body.encode("utf-8", "replace")
+        text = self.text(raw.decode("utf-8", "replace"))
+        return {"bytes": len(raw), "preview": text[:limit], "truncated": len(text) > limit}
 
 
 def _lift_flags(parts: list[str]) -> list[str]:
@@ -161,6 +204,11 @@ def is_secret_key(name: object) -> bool:
 def redact_text(text: str) -> str:
     """``text`` with credentials replaced by ``[REDACTED]``, by the default rules."""
     return DEFAULT_REDACTOR.text(text)
+
+
+def redact_preview(body: str | bytes, limit: int = 200) -> dict[str, Any]:
+    """A body's size and redacted preview for a log line (see :meth:`Redactor.preview`), by the default rules."""
+    return DEFAULT_REDACTOR.preview(body, limit)
 
 
 def redact(value: Any) -> Any:

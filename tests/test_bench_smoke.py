@@ -231,3 +231,20 @@ def test_the_performance_page_stays_short_enough_to_read() -> None:
     """docs/performance.md is a page a user reads (what is fast, the guard, measuring, limits): at most 250 lines."""
     lines = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 250, f"docs/performance.md has {len(lines)} lines; keep it to 250 (history goes to the git log)"
+
+
+def test_startup_bench_compares_each_case_with_the_baseline(tmp_path: Path) -> None:
+    """bench/startup.py: one real round runs every case; the table has a row per case and flags a row over its bound."""
+    import startup
+
+    medians = startup.measure(1)
+    assert set(medians) == set(startup.CASES) and all(v > 0 for v in medians.values())
+    text, _ = startup.table(medians)
+    assert text.count("\n") == len(startup.CASES) + 1 and "| 1.00× |" in text
+    slow = {case: (1.0 if case is startup.BASELINE else 3.0) for case in startup.CASES}
+    text, ok = startup.table(slow)
+    assert not ok and text.count("**over**") == 2
+    page = tmp_path / "page.md"
+    page.write_text("intro\n<!-- bench:startup:start -->\nold\n<!-- bench:startup:end -->\nend\n", encoding="utf-8")
+    assert startup.main(["--rounds", "1", "--write", str(page)]) in (0, 1)
+    assert "old" not in page.read_text(encoding="utf-8") and "`import ctxcore`" in page.read_text(encoding="utf-8")

@@ -251,12 +251,19 @@ def _run_build(tmp_path: Path, server: _ChatServer, fmt: str, *, redaction: bool
 
 
 def test_debug_events_carry_the_canaries_without_redaction(tmp_path: Path, chat_server: _ChatServer) -> None:
-    """Control: with redaction off, debug logging does emit every canary (so the test below can fail)."""
+    """Control: with redaction off, the config and header canaries do reach the debug events (so the test below
+    can fail), while the tool-output canaries, sent in the summarizer's request body, never do: a body is logged
+    only as its size and a preview."""
     result = _run_build(tmp_path, chat_server, "json", redaction=False)
     assert result.returncode == 0, result.stderr
     assert chat_server.headers_seen and chat_server.headers_seen[0]["Authorization"] == f"Bearer {ENV_KEY}"
-    for canary in CANARIES:
+    for canary in (ENV_KEY, DSN_PASSWORD, QUERY_SECRET):
         assert canary in result.stderr, canary
+    sent = json.dumps(chat_server.requests)
+    for canary in (TOOL_BEARER, TOOL_GOOGLE, TOOL_AWS, TOOL_AWS_ENV):
+        assert canary in sent and canary not in result.stderr, canary
+    request = next(json.loads(line) for line in result.stderr.splitlines() if '"chat_request"' in line)
+    assert request["body"]["bytes"] > 0 and len(request["body"]["preview"]) <= 200
     events = {json.loads(line)["event"] for line in result.stderr.splitlines()}
     assert {"pipeline_loaded", "chat_request"} <= events
 

@@ -58,3 +58,30 @@ class TestNeutraliser:
         """JSON full of brackets is rejected by the regex engine (each bracket is followed at most a few characters)."""
         text = '[{"a": [1, [2, [3]]]}, "[x]"]\n' * 2000
         assert neutralize_markers(text) is text
+
+
+class TestLookAlikes:
+    def test_every_confusable_of_every_marker_letter_is_caught(self) -> None:
+        """Each homoglyph the confusables table (plus small capitals and other-script letters) gives for any letter,
+        put in its place in either marker, is found and neutralised."""
+        from ctxcore.testing.markers import homoglyphs
+
+        missed = []
+        for marker in ("[Runtime Context", "[/Runtime Context]"):
+            for i, letter in enumerate(marker):
+                for glyph in homoglyphs(letter) if letter.isalpha() else "":
+                    forged = marker[:i] + glyph + marker[i + 1:]
+                    if count_markers(forged) != 1 or has_marker(neutralize_markers(forged)):
+                        missed.append(forged)
+        assert not missed, missed[:20]
+
+    @pytest.mark.parametrize("text", ["[Runtiмe Context", "[Rцntiмe Cοntεxt]", "[ʀuntime Context", "[RUNTIᴍE CONTEXT",
+                                      "[Runt1me C0ntext", "[Rüntime Cóntext", "[/Rυntime Сontext]"])
+    def test_mixed_script_and_accented_labels_are_markers(self, text: str) -> None:
+        """A label mixing Latin with letters of another script, small capitals, digits or accents reads as a marker."""
+        assert count_markers(text) == 1 and neutralize_markers(text).startswith("(")
+
+    @pytest.mark.parametrize("text", ["[Рантайм Контекст]", "[ᴛest]", "[Контекст Runtime"])
+    def test_labels_in_another_script_are_left_alone(self, text: str) -> None:
+        """A label written (mostly) in another script is not a marker: fewer exact letters than stand-ins."""
+        assert not has_marker(text)

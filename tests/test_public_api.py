@@ -203,6 +203,7 @@ EXPECTED_KIT_ALL = [
     "read_capped",
     "read_confined",
     "redact",
+    "redact_preview",
     "redact_text",
     "resolve_handle",
     "resolve_namespace",

@@ -148,7 +148,7 @@ from ctxcore.model.transactions import (
     group_units,
     pinned_prefix_length,
 )
-from ctxcore.redaction import DEFAULT_REDACTOR, REDACTED, Redactor, redact, redact_text
+from ctxcore.redaction import DEFAULT_REDACTOR, REDACTED, Redactor, redact, redact_preview, redact_text
 
 __all__ = [
     "THREAD_LOG_FORMAT",
@@ -265,6 +265,7 @@ __all__ = [
     "new_memory_id",
     "pinned_prefix_length",
     "redact",
+    "redact_preview",
     "redact_text",
     "resolve_namespace",
     "structure_of",

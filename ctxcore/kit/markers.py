@@ -10,14 +10,22 @@ as one, to close the real block early or open a fake one.
 Matching is done on a *skeleton* of the text (Unicode TR39 style), one
 character at a time, so positions map back to the original:
 
-1. NFKC (full-width and mathematical alphanumerics become ASCII);
+1. NFKD (full-width and mathematical alphanumerics become ASCII, accents
+   become marks);
 2. format and invisible characters are dropped: categories Cf, Cc (except
    whitespace), Mn and Me (zero-width joiners, bidi controls, variation
    selectors, combining marks) and the other default-ignorable code points;
 3. confusables are folded to their ASCII prototype with the data of the
    ``confusable-homoglyphs`` package (generated from Unicode's
-   ``confusables.txt``): Cyrillic ``а``, Greek ``ο``, the fraction slash ``⁄``;
-   a character without a prototype is case-folded and looked up again.
+   ``confusables.txt``), following chains of look-alikes to the ASCII
+   prototype (the full skeleton of the marker vocabulary): Cyrillic ``а``,
+   Greek ``ο``, the fraction slash ``⁄``; Latin small capitals (``ʀ``, ``ᴍ``)
+   fold to their letter; a character without a prototype is case-folded and
+   looked up again.
+4. mixed scripts: in a bracketed label, a letter of another script that has no
+   prototype (Cyrillic ``м``, ``т``, ``ц``, Greek ``ε``) stands for the expected
+   letter, as long as at least as many letters match exactly; ``1``, ``l`` and
+   ``|`` read as ``i`` and ``0`` as ``o``.
 
 A *bracket* is ``[``, ``<``, ``{`` or any opening or initial-quote punctuation
 (``〔``, ``【``, ``⟦``, ``«`` ...) except a parenthesis; then optional spaces, an
@@ -51,7 +59,13 @@ _WORDS = ("runtime", "context")
 
 @functools.cache
 def _confusables() -> dict[str, str]:
-    """Single characters mapped to their ASCII prototype (directly, or through one non-ASCII look-alike)."""
+    """Single characters mapped to their ASCII prototype, through any chain of non-ASCII look-alikes.
+
+    The package's table is a graph (each character lists its look-alikes); the
+    prototype of a character is the first ASCII letter reached from it through
+    non-ASCII characters only, which is Unicode's full skeleton mapping for
+    single characters (``т`` -> ``ᴛ`` -> no ASCII, ``ᴦ`` -> ``r``, ``𝚛`` -> ``r``).
+    """
     raw = json.loads(resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text(encoding="utf-8"))
     glyphs = {k: [g["c"] for g in v] for k, v in raw.items() if len(k) == 1 and not k.isascii()}
     table: dict[str, str] = {}
@@ -59,17 +73,24 @@ def _confusables() -> dict[str, str]:
         direct = next((a for a in alternatives if a.isascii() and a.isprintable() and a.strip()), None)
         if direct is not None:  # TR39 writes m's prototype as "rn"; here m stays one letter
             table[ch] = "m" if direct == "rn" else direct.casefold()
-    for ch, alternatives in glyphs.items():
-        if ch not in table:
-            via = next((table[a] for a in alternatives if a in table), None)
-            if via is not None:
-                table[ch] = via
+    changed = True
+    while changed:  # follow chains to a fixed point: a look-alike of a look-alike is a look-alike
+        changed = False
+        for ch, alternatives in glyphs.items():
+            if ch not in table:
+                via = next((table[a] for a in alternatives if a in table), None)
+                if via is not None:
+                    table[ch] = via
+                    changed = True
     return table
+
+
+_SMALL_CAPITAL = re.compile(r"LATIN LETTER SMALL CAPITAL ([A-Z])$")
 
 
 @functools.lru_cache(maxsize=65536)
 def _fold(c: str) -> str:
-    """The skeleton of one character: '' for invisible ones, else NFKC, case-folded, confusables folded."""
+    """The skeleton of one character: '' for invisible ones, else NFKD without marks, case-folded, confusables folded."""
     if c.isascii():
         if c.isprintable() or c.isspace():
             return c.lower()
@@ -77,8 +98,11 @@ def _fold(c: str) -> str:
     table = _confusables()
     if c in table:  # the confusable prototype first: NFKC turns some look-alikes into other letters (ϲ -> ς)
         return table[c]
+    small_capital = _SMALL_CAPITAL.match(unicodedata.name(c, ""))
+    if small_capital:  # ʀ, ᴍ, ᴛ: read as the letter they are a small form of
+        return small_capital.group(1).lower()
     out = []
-    for ch in unicodedata.normalize("NFKC", c):
+    for ch in unicodedata.normalize("NFKD", c):  # decomposed, so accents drop off as marks (ŕ -> r)
         if ch in _IGNORABLE or unicodedata.category(ch) in _DROPPED_CATEGORIES:
             continue
         if unicodedata.category(ch) == "Cc" and not ch.isspace():
@@ -86,6 +110,12 @@ def _fold(c: str) -> str:
         proto = table.get(ch)  # before case folding: folding first turns some letters into others (ϲ -> σ)
         out.append(proto if proto is not None else "".join(table.get(x, x) for x in ch.casefold()))
     return "".join(out)
+
+
+@functools.lru_cache(maxsize=65536)
+def _foreign_letter(c: str) -> bool:
+    """A letter of a script other than Latin (Cyrillic ``м``, Greek ``ε``, Armenian ...)."""
+    return not c.isascii() and unicodedata.category(c).startswith("L") and not unicodedata.name(c, "").startswith("LATIN")
 
 
 def skeleton(text: str) -> str:
@@ -118,32 +148,64 @@ def _targets() -> tuple[str, str, str]:
     return skeleton("/"), skeleton(_WORDS[0]), skeleton(_WORDS[1])
 
 
-def _folded_from(text: str, start: int) -> Iterator[str]:
-    for i in range(start, len(text)):
-        yield from _fold(text[i])
+#: skeleton characters a reader takes for a marker letter (TR39 maps I, 1 and | to l; 0 reads as o)
+_READS_AS = {"i": "il1|", "o": "o0"}
+
+
+class _Scan:
+    """The skeleton of ``text`` from ``pos`` on, one character at a time, knowing the original character."""
+
+    def __init__(self, text: str, pos: int) -> None:
+        self.text, self.pos, self.rest = text, pos, ""
+        self.ch = self.orig = ""
+        self.first = False  # whether ``ch`` is the first skeleton character of ``orig``
+        self.exact = self.wild = 0
+        self.advance()
+
+    def advance(self) -> None:
+        self.first = False
+        while not self.rest and self.pos < len(self.text):
+            self.orig, self.rest, self.first = self.text[self.pos], _fold(self.text[self.pos]), True
+            self.pos += 1
+        self.ch, self.rest = (self.rest[0], self.rest[1:]) if self.rest else ("", "")
+
+    def skip_space(self) -> None:
+        while self.ch and self.ch.isspace():
+            self.advance()
+
+    def letter(self, expected: str) -> bool:
+        """Consume one letter of the label: the expected one, one that reads as it, or a foreign-script letter."""
+        if self.ch and self.ch in _READS_AS.get(expected, expected):
+            self.exact += 1
+        elif self.first and _foreign_letter(self.orig):  # mixed script: any Cyrillic/Greek/... letter may stand in
+            self.wild += 1
+            self.rest = ""
+        else:
+            return False
+        self.advance()
+        return True
 
 
 def _matches_at(text: str, i: int) -> bool:
-    """Whether the bracket at ``text[i]`` opens a marker look-alike."""
+    """Whether the bracket at ``text[i]`` opens a marker look-alike.
+
+    A letter of another script that the confusables data does not fold (Cyrillic
+    ``м``, Greek ``ε``) still counts as the expected letter when the label mixes
+    scripts: at least as many letters must match exactly as stand in, so a label
+    written wholly in another script is left alone.
+    """
     slash, first, second = _targets()
-    stream = _folded_from(text, i + 1)
-    ch = next(stream, "")
-
-    def skip_space(ch: str) -> str:
-        while ch and ch.isspace():
-            ch = next(stream, "")
-        return ch
-
-    ch = skip_space(ch)
-    if ch and (ch in slash or ch == "\\"):
-        ch = skip_space(next(stream, ""))
+    scan = _Scan(text, i + 1)
+    scan.skip_space()
+    if scan.ch and (scan.ch in slash or scan.ch == "\\"):
+        scan.advance()
+        scan.skip_space()
     for word in (first, second):
         for expected in word:
-            if ch != expected:
+            if not scan.letter(expected):
                 return False
-            ch = next(stream, "")
-        ch = skip_space(ch)
-    return True
+        scan.skip_space()
+    return scan.exact >= scan.wild
 
 
 def _marker_starts(text: str) -> Iterator[int]:

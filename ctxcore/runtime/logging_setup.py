@@ -19,6 +19,7 @@ the renderer. Calling :func:`configure_logging` again replaces the previous set-
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
@@ -82,14 +83,21 @@ _DEFAULT_PROCESSOR = RedactingProcessor()
 
 
 def _plain(value: Any) -> Any:
-    """``value`` as JSON-like data: models dumped, containers walked, anything else as ``str``."""
+    """``value`` as JSON-like data: models and dataclasses by field, containers walked, bytes decoded,
+    anything else as ``str``, so the redactor sees every key (its key rule) and every string (its patterns)."""
     if isinstance(value, _PLAIN):
         return value
     if isinstance(value, BaseModel):
         return _plain(value.model_dump(mode="json", by_alias=True))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a Message, a report row: walked by field
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, tuple):  # kept a tuple: a ("Authorization", "...") pair is redacted as a pair
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, (list, set, frozenset)):
         return [_plain(v) for v in value]
     return str(value)
 

@@ -36,6 +36,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxcore import Message
+from ctxcore.kit import redact_preview
 from ctxcore_filters.compaction_clients import ChatClient, SummarizerError, chat_client
 
 log = structlog.get_logger("ctxcore_filters.compaction_summarizers")
@@ -184,7 +185,9 @@ class ChatEndpoint:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        log.debug("chat_request", url=self.url, model=self.model, headers=headers, messages=messages)
+        # the body only as its size and a redacted preview: a transcript may carry any secret
+        log.debug("chat_request", url=self.url, model=self.model, headers=headers, messages=len(messages),
+                  body=redact_preview(body))
         request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - configured URL
