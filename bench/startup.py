@@ -1,6 +1,6 @@
 """Start-up cost: ``import ctxcore`` and ``ctx --help`` against ``import pydantic; pydantic.BaseModel``.
 
-Usage: ``.venv/bin/python bench/startup.py [--rounds N] [--write docs/performance.md]`` (run by ``make bench``).
+Usage: ``.venv/bin/python bench/startup.py [--rounds N] [--write docs/startup.md]`` (run by ``make bench``).
 
 Each round starts one fresh interpreter per case, the cases taking turns, and
 reads the child's CPU time (user + system, from ``getrusage``), so a busy
