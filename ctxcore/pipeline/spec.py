@@ -9,6 +9,7 @@ closest registered names. See docs/pipeline.md for the reference.
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path as FsPath
@@ -46,8 +47,8 @@ DEFAULT_COUNTER = "approximate"
 _STEP_KEYS = ("type", "id", "optional", "enabled")
 
 # Pipeline.thread / athread open a runtime-layer Thread. The runtime layer (above this
-# one) registers the openers when it is imported (``import ctxcore`` does), so this
-# module never imports upward.
+# one) registers the openers when it is imported; ``import ctxcore`` loads nothing up
+# front, so the first thread loads that layer by name: this module keeps no upward import.
 _THREAD_FACTORIES: dict[str, Callable[..., Any]] = {}
 
 
@@ -57,10 +58,9 @@ def register_thread_factories(open_thread: Callable[..., Any], aopen_thread: Cal
 
 
 def _thread_factory(kind: str) -> Callable[..., Any]:
-    try:
-        return _THREAD_FACTORIES[kind]
-    except KeyError:  # only when the pipeline layer is used without the runtime layer
-        raise RuntimeError("Pipeline.thread needs the runtime layer: import ctxcore.runtime.threads first") from None
+    if kind not in _THREAD_FACTORIES:
+        importlib.import_module("ctxcore.runtime.threads")  # registers the openers
+    return _THREAD_FACTORIES[kind]
 
 
 class ModelSpec(BaseModel):
