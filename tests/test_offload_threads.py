@@ -161,7 +161,7 @@ def test_agent_preset_offloads_by_default(tmp_path: Path, host) -> None:
     from ctxcore.pipeline.presets import preset_pipeline
 
     pipeline = preset_pipeline("agent", host=host, env={"CTX_WORKSPACE": str(tmp_path), "CTX_SKILLS_DIR": str(tmp_path / "skills")})
-    assert [s.type for s in pipeline.spec.filters] == ["offload", "token_budget"]
+    assert [s.type for s in pipeline.spec.filters] == ["offload", "token_budget", "recall"]
     thread = pipeline.thread("agent")
     _tool_turn(thread, "0123456789 " * 200_000)
     built = thread.build()

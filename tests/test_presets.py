@@ -241,9 +241,9 @@ class TestAgentPreset:
         assert built.messages[-1].text.endswith("[/Runtime Context]")
 
     def test_recall_runs_after_the_token_budget(self, ws: Path) -> None:
-        """The agent preset recalls evicted history by default: its filters are token_budget, then recall."""
+        """The agent preset recalls evicted history by default: its filters are offload, token_budget, then recall."""
         p = preset_pipeline("agent")
-        assert [f.type for f in p.spec.filters] == ["token_budget", "recall"]
+        assert [f.type for f in p.spec.filters] == ["offload", "token_budget", "recall"]
         assert p.build(agent_state(ws), {"now": T0}).messages[-1].text.startswith("summarise")
 
     def test_system_prompt_identical_a_minute_later(self, ws: Path) -> None:
