@@ -53,6 +53,9 @@ SECRET_KEY_EXACT: tuple[str, ...] = ("authorization", "cookie", "setcookie")
 # prefix of ``DB_PASSWORD``, ``client_secret`` or ``aws_secret_access_key`` need not be read,
 # only the value is replaced); singular ``token`` only, so ``max_tokens=400`` stays readable.
 _SECRET_NAME = r"(?:pass(?:word|wd|phrase)|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credentials?)"
+# where an unquoted secret name may start: after a non-letter or an escaped line break (\\npassword=),
+# or at a camelCase boundary (accessToken)
+_NAME_START = r"(?:(?<![A-Za-z])|(?<=\\[nrt])|(?-i:(?<=[a-z])(?=[A-Z])))"
 # quotes around a name or value, JSON-escaped any number of times (``"``, ``\"``, ``\\\"``)
 _Q = r"(?:\\*[\"'])?"
 
@@ -87,9 +90,10 @@ SECRET_VALUE_PATTERNS: tuple[str, ...] = (
     r"(?i)(?<![A-Za-z0-9])(?:proxy-)?(?:authorization|(?:set-)?cookie)[ \t]*:[ \t]*(?P<secret>(?!\[REDACTED\])[^\r\n\"'\\]+)",
     # an assignment to a secret-like name in text, env files, YAML or (escaped) JSON: "api_key": "...",
     # {'password': 'two words'} or ('Authorization', '...') (a quoted value up to its closing quote),
-    # then password=... (unquoted, one word)
+    # then password=... (unquoted, one word; the name starts a word or a camelCase part, so a
+    # component spec such as tiktoken:o200k_base is not taken for a token)
     rf"(?i)(?:{_SECRET_NAME}|authorization|cookie){_Q}[ \t]*[:=,][ \t]*\\*[\"'](?P<secret>(?!\[REDACTED\])[^\"'\\\n]+)",
-    rf"(?i){_SECRET_NAME}{_Q}[ \t]*[:=][ \t]*(?P<secret>(?!\[REDACTED\])[^\s\"'\\,;&<>(){{}}\[\]]{{3,}})",
+    rf"(?i){_NAME_START}{_SECRET_NAME}{_Q}[ \t]*[:=][ \t]*(?P<secret>(?!\[REDACTED\])[^\s\"'\\,;&<>(){{}}\[\]]{{3,}})",
 )
 
 
