@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from ctxcore_providers import History
 
-from ctxcore import messages_from_responses
+from ctxcore import ProviderBlock, messages_from_responses
 from ctxcore.model.messages import Message
 
 # Every behaviour here holds on the reference path and on the fast path (conftest.history_path).
@@ -59,7 +59,8 @@ def test_responses_items_make_the_messages_to_openai_responses_renders_them_from
     ]
     out = read(History(annotate=False), items)
     assert [(m.role, m.content, m.tool_call_ids, m.tool_call_id) for m in out] == [
-        ("system", "rules", (), None), ("user", "hi", (), None), ("assistant", None, ("c1", "c2"), None),
+        ("system", "rules", (), None), ("user", "hi", (), None),
+        ("assistant", (ProviderBlock(api="openai-responses", raw=items[2]),), ("c1", "c2"), None),  # reasoning kept with its calls
         ("tool", "text of a.py", (), "c1"), ("tool", "no match", (), "c2"), ("assistant", "done", (), None),
     ]
     assert [m.model_dump(exclude={"id"}) for m in messages_from_responses(items)] == [m.model_dump(exclude={"id"}) for m in out]
@@ -110,19 +111,31 @@ def test_an_in_place_edit_of_a_recent_anthropic_dict_is_noticed() -> None:
     assert read(reused, items)[-1].text == "no tools after all"
 
 
+def test_an_item_that_cannot_be_read_names_its_place() -> None:
+    """A tool result with no call id cannot be paired: the error names its place in the state and what is missing."""
+    with pytest.raises(ValueError, match=r"state\['messages'\]\[1\]") as caught:
+        read(History(), [{"role": "user", "content": "hi"}, {"type": "function_call_output", "output": "1"}])
+    assert "call_id" in str(caught.value)
+
+
 @pytest.mark.parametrize(
-    ("item", "needle"),
+    ("item", "api", "raw"),
     [
-        ({"type": "item_reference", "id": "x"}, "item_reference"),
-        ({"type": "function_call_output", "output": "1"}, "call_id"),
-        ({"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "f"}]}, "unsupported user block"),
-        ({"type": "message", "role": "developer", "content": "x"}, "developer"),
+        ({"type": "item_reference", "id": "x"}, "openai-responses", {"type": "item_reference", "id": "x"}),
+        ({"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "f"}]}, "anthropic",
+         {"type": "tool_use", "id": "t", "name": "f"}),
     ],
 )
-def test_an_item_that_cannot_be_read_names_its_place(item: dict[str, Any], needle: str) -> None:
-    with pytest.raises(ValueError, match=r"state\['messages'\]\[1\]") as caught:
-        read(History(), [{"role": "user", "content": "hi"}, item])
-    assert needle in str(caught.value)
+def test_an_item_ctxcore_does_not_model_is_carried_whole(item: dict[str, Any], api: str, raw: dict[str, Any]) -> None:
+    """A block or item ctxcore does not model is kept as its raw dict, never refused: a new API type cannot break a thread."""
+    out = read(History(annotate=False), [{"role": "user", "content": "hi"}, item])
+    assert out[-1].content == (ProviderBlock(api=api, raw=raw),)
+
+
+def test_a_developer_message_is_read_as_the_apps_own_instruction() -> None:
+    """A Responses developer message is the application's instruction, read with the system role as a system item is."""
+    out = read(History(annotate=False), [{"role": "user", "content": "hi"}, {"type": "message", "role": "developer", "content": "x"}])
+    assert [(m.role, m.content) for m in out] == [("user", "hi"), ("system", "x")]
 
 
 def test_the_collector_paused_for_a_long_conversion_is_running_again_even_after_an_error() -> None:

@@ -24,8 +24,8 @@ FIRST_PARTY: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
         "archived_summary", "bootstrap_files", "history", "identity", "memory_file", "memory_recall",
         "recent_memory", "runtime_context", "sections", "skills", "static_prompt", "tools_desc")}),
     "ctxcore-filters": ("standard", {"filter": (
-        "budget_hint", "compaction", "max_messages", "merge_same_role", "token_budget")}),
-    "ctxcore-counters": ("standard", {"counter": ("approximate", "tiktoken")}),
+        "budget_hint", "compaction", "max_messages", "merge_same_role", "offload", "recall", "token_budget")}),
+    "ctxcore-counters": ("standard", {"counter": ("anthropic_count", "approximate", "openai_count", "tiktoken")}),
     "ctxcore-checkpointers": ("standard", {"checkpointer": ("jsonl", "memory", "null", "sqlite"), "thread_store": ("jsonl", "memory", "sqlite")}),
     "ctxcore-memory": ("standard", {"memory": ("json", "sqlite")}),
     "ctxcore-postgres": ("postgres", {"checkpointer": ("postgres",), "thread_store": ("postgres",), "memory": ("postgres",)}),
