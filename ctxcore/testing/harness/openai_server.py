@@ -22,7 +22,7 @@ text, then a ``function_call`` per tool call), and ``POST /v1/responses/input_to
 ``responses.input_tokens.count()`` with a ``response.input_tokens`` object
 (``count(body)`` when given, else :func:`stub_token_count`); the input rules of
 :mod:`ctxcore.testing.harness.responses_rules` (a ``function_call_output``
-answering no call, reasoning split from its item or changed, an
+answering no call, reasoning split from its item or (with ``reasoning=True``) changed, an
 ``mcp_approval_response`` answering no request) are refused with a 400. A request with ``"stream": true`` (on
 either route) gets the same answer as ``text/event-stream`` server-sent events, the
 real API's event sequence (``response.created`` ... ``response.completed`` on
@@ -182,7 +182,8 @@ class ChatServer:
         items = body.get("input")
         if not isinstance(items, (list, str)) or not items:
             return 400, _error("'input' must be a non-empty string or array", "invalid_request_error", param="input")
-        problem = responses_input_problem(items if isinstance(items, list) else [], self._reasoning_of)
+        problem = responses_input_problem(items if isinstance(items, list) else [], self._reasoning_of,
+                                          verify_encrypted=self.reasoning)
         if problem is not None:
             return 400, _error(problem[1], "invalid_request_error", param=problem[0])
         made = self.reply(body)

@@ -37,11 +37,15 @@ def compaction_item(item_id: str) -> dict[str, Any]:
     return {"type": "compaction", "id": item_id, "encrypted_content": sign_item(item_id)}
 
 
-def responses_input_problem(items: Sequence[Any], reasoning_of: Mapping[str, str]) -> tuple[str, str] | None:
+def responses_input_problem(items: Sequence[Any], reasoning_of: Mapping[str, str], *,
+                            verify_encrypted: bool = True) -> tuple[str, str] | None:
     """``(param, message)`` for the first rule ``items`` break, or ``None``.
 
     ``reasoning_of`` maps the id of each output item that followed a
-    reasoning item to that reasoning item's id.
+    reasoning item to that reasoning item's id. ``verify_encrypted=False``
+    skips the check of ``encrypted_content`` against :func:`sign_item`: for a
+    stub that does not sign its own reasoning (a test bringing reasoning items
+    of its own).
     """
     seen: set[str] = set()
     calls: set[str] = set()
@@ -49,7 +53,7 @@ def responses_input_problem(items: Sequence[Any], reasoning_of: Mapping[str, str
     for i, item in enumerate(items):
         if not isinstance(item, Mapping):
             return f"input[{i}]", "Invalid input item: expected an object."
-        problem = _item_problem(i, item, items, seen, calls, approvals, reasoning_of)
+        problem = _item_problem(i, item, items, seen, calls, approvals, reasoning_of, verify_encrypted)
         if problem is not None:
             return f"input[{i}]", problem
         if isinstance(item.get("id"), str):
@@ -59,13 +63,14 @@ def responses_input_problem(items: Sequence[Any], reasoning_of: Mapping[str, str
 
 def _item_problem(
     i: int, item: Mapping[str, Any], items: Sequence[Any], seen: set[str], calls: set[str], approvals: set[str],
-    reasoning_of: Mapping[str, str],
+    reasoning_of: Mapping[str, str], verify_encrypted: bool,
 ) -> str | None:
     kind, item_id = item.get("type", "message"), item.get("id")
     needed = reasoning_of.get(item_id) if isinstance(item_id, str) else None
     if needed is not None and needed not in seen:
         return f"Item '{item_id}' of type '{kind}' was provided without its required 'reasoning' item: '{needed}'."
-    if kind in ("reasoning", "compaction") and isinstance(item_id, str) and item.get("encrypted_content") != sign_item(item_id):
+    if (verify_encrypted and kind in ("reasoning", "compaction") and isinstance(item_id, str)
+            and item.get("encrypted_content") != sign_item(item_id)):
         return f"The encrypted content for item {item_id} could not be verified."
     if kind == "reasoning" and _ends_turn(items, i + 1):
         return f"Item '{item_id}' of type 'reasoning' was provided without its required following item."
