@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import structlog
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -173,6 +173,9 @@ def _restore_logging() -> Iterator[None]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(event=events(), how=st.sampled_from(["structlog", "structlog_text", "stdlib", "exception", "stdlib_exception"]),
        fmt=st.sampled_from(["console", "json"]))
+# a header pair inside a model: its dump must keep the pair a tuple, so the pair rule still sees it
+@example(event=(_Model(note=("Authorization", "opaque 0000000000000000 value")), ["0000000000000000"]),
+         how="structlog", fmt="console")
 def test_no_canary_reaches_a_log_line(event: tuple[Any, list[str]], how: str, fmt: str) -> None:
     """A secret of any kind, at any depth of any logged event, is logged without redaction and never with it."""
     value, parts = event

@@ -88,7 +88,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, _PLAIN):
         return value
     if isinstance(value, BaseModel):
-        return _plain(value.model_dump(mode="json", by_alias=True))
+        return _plain(value.model_dump(by_alias=True))  # python mode: a tuple field stays a tuple (a header pair)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a Message, a report row: walked by field
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (bytes, bytearray)):
