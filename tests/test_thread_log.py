@@ -61,6 +61,24 @@ class TestSavingAppends:
             assert conn.execute("SELECT count(*) FROM ctx_checkpoints").fetchone()[0] == 0
         assert pipeline.thread("t").messages == thread.messages
 
+    def test_a_reopened_thread_holds_and_saves_only_its_new_messages(self, log_host: Any, tmp_path: Path) -> None:
+        """A reopen keeps no stored form of the saved history (one copy of the conversation in memory); the next save sends only the new turn."""
+        pipeline = sqlite_pipeline(log_host, tmp_path / "c.db")
+        thread = pipeline.thread("t")
+        for i in range(5):
+            turn(thread, i)
+        thread.save()
+        reopened = pipeline.thread("t")
+        assert reopened._unsaved == [] and reopened.unsaved == 0
+        sent: list[list[dict[str, Any]]] = []
+        append = reopened.store.append
+        reopened.store.append = lambda tid, messages, **kw: sent.append(list(messages)) or append(tid, messages, **kw)
+        turn(reopened, 5)
+        assert len(reopened._unsaved) == reopened.unsaved == 4
+        reopened.save()
+        assert sent == [[stored_dump(m) for m in reopened.messages[-4:]]] and reopened._unsaved == []
+        assert pipeline.thread("t").messages == reopened.messages
+
     def test_the_threads_slot_names_the_store(self, log_host: Any, tmp_path: Path) -> None:
         """`threads:` picks the thread store on its own, apart from the checkpointer."""
         yaml = PIPELINE % f"threads: {{type: jsonl, path: {tmp_path / 'logs'}}}"

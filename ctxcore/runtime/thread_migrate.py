@@ -26,8 +26,8 @@ __all__ = ["THREAD_FORMAT", "legacy_thread", "messages_of", "migrate_threads", "
 THREAD_FORMAT = "ctxcore.thread/1"
 
 
-def messages_of(thread_id: str, step: int, raw: Any) -> tuple[list[Message], list[Any]]:
-    """The stored message dumps ``raw`` as ctxcore messages (and the dumps); ``CheckpointCorrupt`` naming the bad one.
+def messages_of(thread_id: str, step: int, raw: Any) -> list[Message]:
+    """The stored message dumps ``raw`` as ctxcore messages; ``CheckpointCorrupt`` naming the bad one.
 
     Stored text is untrusted: a thread never stores a system message (its
     ``add_*`` methods make user, assistant and tool messages), so a stored one
@@ -37,9 +37,9 @@ def messages_of(thread_id: str, step: int, raw: Any) -> tuple[list[Message], lis
     """
     fast = [stored_message(item) for item in raw]  # the usual shapes, without validation; None for the others
     if all(fast):  # a Message is always true
-        return cast("list[Message]", fast), list(raw)
+        return cast("list[Message]", fast)
     return [m if m is not None else _validated(thread_id, step, i, item)
-            for i, (m, item) in enumerate(zip(fast, raw, strict=True))], list(raw)
+            for i, (m, item) in enumerate(zip(fast, raw, strict=True))]
 
 
 def _validated(thread_id: str, step: int, i: int, item: Any) -> Message:
@@ -72,7 +72,7 @@ def saved_messages(thread_id: str, checkpoint: Mapping[str, Any]) -> list[Messag
     Raises:
         CheckpointCorrupt: the checkpoint was not written by a Thread.
     """
-    return messages_of(thread_id, int(checkpoint.get("step", -1)), _legacy_messages(thread_id, checkpoint))[0]
+    return messages_of(thread_id, int(checkpoint.get("step", -1)), _legacy_messages(thread_id, checkpoint))
 
 
 def legacy_thread(pipeline: Any, thread_id: str) -> tuple[int, list[Any]] | None:

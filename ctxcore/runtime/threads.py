@@ -67,11 +67,10 @@ class Thread:
         self.tools = [dict(t) for t in tools]
         self._lock = threading.RLock()
         self._messages: list[Message] = []  # append-only: the history provider relies on it
-        self._dumps: list[dict[str, Any]] = []  # JSON of each message, made once
+        self._unsaved: list[dict[str, Any]] = []  # the stored form of each message the log does not hold yet
         self._step: int | None = None
         self._expected: int | None = None  # the store's latest step when loaded or last saved (the fence)
         self._first_step = 0
-        self._stored = 0  # how many of the messages the log holds
         self._turn_runtime: dict[str, Any] = {}
         self._historic = historic  # opened at an older step: readable and forkable, never saved over
         self._view: list[list[int]] | None = None  # the step's view of the log (None: the whole prefix)
@@ -80,11 +79,12 @@ class Thread:
         self._log_end = 0  # how many messages the log holds as of the loaded or last saved step
         if snapshot is not None:
             shown, self._view = view_of(snapshot)
-            self._extend(*messages_of(thread_id, snapshot.record.step, shown))
+            self._messages.extend(messages_of(thread_id, snapshot.record.step, shown))
             self._step = self._expected = snapshot.record.step
-            self._stored, self._log_end = len(self._dumps), snapshot.record.messages
+            self._log_end = snapshot.record.messages
         elif legacy is not None:  # an older whole-checkpoint thread: the first save writes it all to the log
-            self._extend(*messages_of(thread_id, *legacy))
+            self._messages.extend(messages_of(thread_id, *legacy))
+            self._unsaved = list(legacy[1])
             self._step = legacy[0]
             self._first_step = self._step + 1
         self._saved = len(self._messages)
@@ -235,7 +235,7 @@ class Thread:
             if self._historic:
                 raise StaleWrite(f"thread {self.thread_id!r} was opened at step {self._step}, not its latest, so saving it "
                                  f"would rewrite history; fork it (thread.fork('new-id')) or reopen the latest step")
-            new, count = self._dumps[self._stored:], len(self._dumps)
+            new, count = self._unsaved, len(self._messages)
             view = extend_view(self._view, self._log_end, self._log_end + len(new))
             try:
                 record = self.store.append(self.thread_id, new, expected_step=self._expected,
@@ -243,7 +243,8 @@ class Thread:
             except StaleWrite as exc:
                 raise self._stale(exc) from exc
             self._view, self._log_end = view, record.messages
-            saved = self._messages[self._stored:count]
+            saved = self._messages[count - len(new):count]
+            self._unsaved = []
             self._saved_at(record.step, count)
             self._record_memories(saved, int(record.step))
         return int(record.step)
@@ -298,11 +299,7 @@ class Thread:
         dump = stored_dump(message)
         encode_messages([dump])
         self._messages.append(message)
-        self._dumps.append(dump)
-
-    def _extend(self, messages: list[Message], dumps: list[Any]) -> None:
-        self._messages.extend(messages)
-        self._dumps.extend(dumps)
+        self._unsaved.append(dump)
 
     def _pending(self) -> list[str]:
         """Calls of the last assistant message not answered by the tool messages after it."""
@@ -327,7 +324,7 @@ class Thread:
 
     def _saved_at(self, step: int, count: int) -> None:
         self._step = self._expected = step
-        self._stored = self._saved = count
+        self._saved = count
 
     def _stale(self, exc: StaleWrite) -> StaleWrite:
         return StaleWrite(

@@ -355,7 +355,7 @@ def diff_thread(
     if i == j:
         raise ValueError("give two different steps")
     run = {"thread_id": thread_id, **(runtime or {})}
-    built = {s: builder.build({"messages": messages_of(thread_id, s, view_of(store.read(thread_id, s))[0])[0]}, run)
+    built = {s: builder.build({"messages": messages_of(thread_id, s, view_of(store.read(thread_id, s))[0])}, run)
              for s in sorted((i, j))}
     d = diff_builds(built[i], built[j], labels=(f"step {i}", f"step {j}"))
     return {**d, "thread_id": thread_id, "steps": [i, j]}, built[j]
