@@ -9,7 +9,8 @@ Responses items in ``metadata["openai_agents_items"]``, so
 ``pipeline.thread(session_id)`` opens the same conversation as ctxcore
 messages and ``ctx thread`` shows it.
 
-``add_items`` appends: it writes only the new messages and one step record,
+``add_items`` appends: it writes only the new messages (in the compact form a
+``Thread`` stores, :func:`ctxcore.model.stored.stored_dump`) and one step record,
 so its cost follows the items added, not the session's length. Two writes
 replace the newest message instead: ``pop_item``, and ``add_items`` whose first
 items continue the stored assistant turn (parallel tool calls split over two
@@ -35,6 +36,7 @@ from typing import Any
 
 from ctxcore import CheckpointCorrupt, Message, Pipeline, StaleWrite, Thread
 from ctxcore.kit import THREAD_LOG_FORMAT, StepRecord, extend_view, view_of
+from ctxcore.model.stored import stored_dump
 from ctxcore_openai_agents.converters import ITEMS_KEY, is_assistant_side, messages_from_items, plain_item
 
 __all__ = ["CheckpointerSession"]
@@ -244,4 +246,4 @@ def _items_of(dumps: Sequence[Mapping[str, Any]]) -> list[Any]:
 
 def _dump(items: list[Any]) -> _Dumps:
     messages: list[Message] = messages_from_items(items)
-    return [m.model_dump(mode="json") for m in messages]
+    return [stored_dump(m) for m in messages]

@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore import CheckpointCorrupt, Pipeline, StaleWrite, Thread
+from ctxcore.model.stored import stored_dump
 from ctxcore.testing.harness.postgres import pg_dsn  # noqa: F401  (the session fixture)
 
 WORKER = Path(__file__).with_name("session_worker.py")
@@ -116,6 +117,15 @@ class Protocol:
         assert [m.text for m in pipeline.thread(sid, step=2).messages] == before
         run(session.add_items(turn("d")))
         assert run(CheckpointerSession.from_pipeline(self.pipeline(tmp_path), sid).get_items()) == turn("a") + turn("b") + turn("c")[:-1] + turn("d")
+
+    def test_the_log_holds_the_compact_stored_form(self, tmp_path: Path) -> None:
+        """add_items stores each message as a Thread does (no role defaults), so a session's log is no larger than a thread's."""
+        pipeline = self.pipeline(tmp_path)
+        sid = f"s-{uuid.uuid4().hex[:8]}"
+        run(CheckpointerSession.from_pipeline(pipeline, sid).add_items(turn("a")))
+        stored = pipeline.thread_store().read(sid).messages
+        assert stored == [stored_dump(m) for m in pipeline.thread(sid).messages]
+        assert all("priority" not in d and "zone" not in d for d in stored)
 
     def test_an_old_format_session_opens_and_moves_to_the_log(self, tmp_path: Path) -> None:
         """A session stored as whole checkpoints by older versions reads back; its first write puts it in the log as the next step."""
