@@ -5,6 +5,9 @@
 - :mod:`~ctxcore.testing.harness.anthropic_server`: a local server speaking the
   Anthropic Messages API (its wire rules, signed thinking blocks).
 - :mod:`~ctxcore.testing.harness.postgres`: a throwaway PostgreSQL cluster.
+- :mod:`~ctxcore.testing.harness.redis`: a throwaway ``redis-server``.
+- :mod:`~ctxcore.testing.harness.servers`: what those two share (stopping, logs,
+  fail-or-skip, the session fixture).
 - :mod:`~ctxcore.testing.harness.checkpointer_stress`: SIGKILL crash loops and
   concurrent writers against a checkpointer.
 - :mod:`~ctxcore.testing.harness.memory_recall`: a small labelled recall set and

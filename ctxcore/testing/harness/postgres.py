@@ -19,7 +19,6 @@ when ``CI`` is set (``make test`` installs it), and skips otherwise.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import glob
 import os
 import pwd
@@ -33,6 +32,9 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from ctxcore.testing.harness.servers import die_with_parent, log_tail, session_server, stop
+from ctxcore.testing.harness.servers import unavailable as _unavailable
 
 __all__ = ["PostgresUnavailable", "find_bindir", "throwaway_cluster", "unavailable", "pg_dsn"]
 
@@ -74,23 +76,10 @@ def _server_user() -> pwd.struct_passwd | None:
     raise PostgresUnavailable("running as root and neither a 'postgres' nor a 'nobody' user exists to run the test server")
 
 
-def _die_with_parent() -> None:
-    """In the server process: get SIGQUIT (immediate shutdown) when the test process dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGQUIT)  # PR_SET_PDEATHSIG
-
-
 def _as_user(user: pwd.struct_passwd | None) -> dict[str, object]:
     if user is None:
         return {}
     return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
-
-
-def _log_tail(log: Path) -> str:
-    try:
-        return log.read_text(errors="replace")[-2000:]
-    except OSError:
-        return "(no log)"
 
 
 @contextlib.contextmanager
@@ -128,18 +117,12 @@ def throwaway_cluster() -> Iterator[str]:
                 [str(bindir / "postgres"), "-D", str(data), "-k", str(root), "-p", str(_PORT),
                  "-c", "listen_addresses=", "-c", "max_connections=200", "-c", "shared_buffers=32MB"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=root,
-                preexec_fn=_die_with_parent, **_as_user(user),  # type: ignore[call-overload]
+                preexec_fn=die_with_parent(signal.SIGQUIT), **_as_user(user),  # type: ignore[call-overload]  # SIGQUIT: immediate shutdown
             )
         _wait_ready(bindir, root, proc, log)
         yield dsn_for(root)
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGINT)  # fast shutdown
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, signal.SIGINT, 60)  # fast shutdown
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -153,35 +136,21 @@ def _wait_ready(bindir: Path, root: Path, proc: subprocess.Popen[bytes], log: Pa
     deadline = time.monotonic() + _START_TIMEOUT
     while True:
         if proc.poll() is not None:
-            raise PostgresUnavailable(f"postgres exited with {proc.returncode} while starting:\n{_log_tail(log)}")
+            raise PostgresUnavailable(f"postgres exited with {proc.returncode} while starting:\n{log_tail(log)}")
         ok = subprocess.run([str(isready), "-q", "-h", str(root), "-p", str(_PORT), "-U", "postgres"], capture_output=True)
         if ok.returncode == 0:
             return
         if time.monotonic() > deadline:
-            raise PostgresUnavailable(f"postgres did not accept connections within {_START_TIMEOUT:.0f}s:\n{_log_tail(log)}")
+            raise PostgresUnavailable(f"postgres did not accept connections within {_START_TIMEOUT:.0f}s:\n{log_tail(log)}")
         time.sleep(0.1)
 
 
 def unavailable(exc: Exception) -> NoReturn:
     """Fail (in CI, where PostgreSQL must be there) or skip (on a developer machine) with the reason."""
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"PostgreSQL is required in CI (CI={os.environ['CI']}): {exc}", pytrace=False)
-    pytest.skip(f"PostgreSQL unavailable: {exc}")
+    _unavailable("PostgreSQL", exc)
 
 
 @pytest.fixture(scope="session")
 def pg_dsn() -> Iterator[str]:
     """DSN of a PostgreSQL server for the test session (``CTXCORE_TEST_PG_DSN`` or a throwaway cluster)."""
-    existing = os.environ.get(DSN_ENV)
-    if existing:
-        yield existing
-        return
-    try:
-        cluster = throwaway_cluster()
-        dsn = cluster.__enter__()
-    except PostgresUnavailable as exc:
-        unavailable(exc)
-    try:
-        yield dsn
-    finally:
-        cluster.__exit__(None, None, None)
+    yield from session_server("PostgreSQL", DSN_ENV, throwaway_cluster, PostgresUnavailable)

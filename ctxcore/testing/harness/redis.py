@@ -20,7 +20,6 @@ when ``CI`` is set (``make test`` installs ``redis-server``), and skips otherwis
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -33,6 +32,9 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+from ctxcore.testing.harness.servers import die_with_parent, log_tail, session_server, stop
+from ctxcore.testing.harness.servers import unavailable as _unavailable
 
 __all__ = ["RedisUnavailableForTests", "find_server", "redis_url", "throwaway_redis", "unavailable"]
 
@@ -58,12 +60,6 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    """In the server process: get SIGTERM when the process that started it dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 def _ping(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
@@ -71,13 +67,6 @@ def _ping(port: int) -> bool:
             return sock.recv(64).startswith(b"+PONG")
     except OSError:
         return False
-
-
-def _log_tail(log: Path) -> str:
-    try:
-        return log.read_text(errors="replace")[-2000:]
-    except OSError:
-        return "(no log)"
 
 
 @contextlib.contextmanager
@@ -107,21 +96,15 @@ def throwaway_redis(*, appendonly: bool = True, directory: Path | None = None) -
             if appendonly:
                 args += ["--appendonly", "yes", "--appendfsync", "always"]
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                                    cwd=root, preexec_fn=_die_with_parent)
+                                    cwd=root, preexec_fn=die_with_parent(signal.SIGTERM))
             if _wait_ready(proc, port):
                 break
             proc = None
         else:
-            raise RedisUnavailableForTests(f"redis-server did not start within {_START_TIMEOUT:.0f}s:\n{_log_tail(log)}")
+            raise RedisUnavailableForTests(f"redis-server did not start within {_START_TIMEOUT:.0f}s:\n{log_tail(log)}")
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc, signal.SIGTERM, 30)
         if directory is None:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -142,24 +125,10 @@ def _wait_ready(proc: subprocess.Popen[bytes], port: int) -> bool:
 
 def unavailable(exc: Exception) -> NoReturn:
     """Fail (in CI, where redis-server must be there) or skip (on a developer machine) with the reason."""
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"redis-server is required in CI (CI={os.environ['CI']}): {exc}", pytrace=False)
-    pytest.skip(f"Redis unavailable: {exc}")
+    _unavailable("redis-server", exc)
 
 
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """URL of a Redis server for the test session (``CTXCORE_TEST_REDIS_URL`` or a throwaway ``redis-server``)."""
-    existing = os.environ.get(URL_ENV)
-    if existing:
-        yield existing
-        return
-    try:
-        server = throwaway_redis(appendonly=False)
-        url = server.__enter__()
-    except RedisUnavailableForTests as exc:
-        unavailable(exc)
-    try:
-        yield url
-    finally:
-        server.__exit__(None, None, None)
+    yield from session_server("redis-server", URL_ENV, lambda: throwaway_redis(appendonly=False), RedisUnavailableForTests)
