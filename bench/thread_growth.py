@@ -14,16 +14,29 @@ assistant tool call, a ~1.5 KB tool result and an answer. In one process run:
   ``add_messages`` channel, ``invoke`` per turn, ``get_state`` to reopen), both
   on a SQLite file, as their users run them.
 
-Measured at each size: ``save`` — the median of the last five saves before the
-size is reached; ``size`` — the bytes on disk of the store at rest (files
-closed; server stores: their tables' total relation size, redis: ``MEMORY USAGE`` of
-the store's keys); ``reopen`` — the fastest of five cold reopens (a new store
-object / session / saver, then the whole conversation read back; the fastest,
-because on a shared machine a slower read measures the machine's other work),
-in wall-clock time and in this process's CPU time (``time.process_time``; a
-server's own work is not in it), which the reopen goals compare.
-Timings are wall-clock on a shared machine: compare ratios from one run, not
-numbers across runs.
+Measured at each size:
+
+- ``save`` — the cost of saving one more turn at that length, by *probe saves*:
+  the thread as saved at that length is copied into a new id (ctxcore:
+  ``thread.fork(id, step=N)``; the peers, which cannot fork: the same items
+  written to a new session/thread in one call), one turn is added and saved
+  and timed (the ``add_*`` calls and ``save`` / ``add_items`` / ``invoke``),
+  and the copy is deleted. The probes of all sizes are interleaved (round
+  after round, each round in a rotated order), so a change in the machine's
+  load hits every size alike; the median of the rounds, in wall-clock time
+  and in this process's CPU time (``time.process_time``; a server's own work
+  and fsync waits are not in it). The save goals compare wall-clock medians;
+- ``size`` — the bytes on disk of the store at rest when the thread reaches that
+  size (files closed; server stores: their tables' total relation size, redis:
+  ``MEMORY USAGE`` of the store's keys);
+- ``reopen`` — the fastest of nine cold reopens (a new store object / session /
+  saver, then the whole conversation read back; the fastest, because on a
+  shared machine a slower read measures the machine's other work; a garbage
+  collection first, so one the earlier work left due does not land in a
+  reopen), in wall-clock time and in CPU time, which the reopen goals compare.
+
+Timings are from a shared machine: compare ratios from one run, not numbers
+across runs. A progress bar is drawn on stderr when stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -31,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -54,7 +68,9 @@ SIZES = (40, 400, 2000)
 TOOL_RESULT = ("def handler(event):\n    return process(event['payload'])  # line of a file the agent read\n" * 20)[:1500]
 SECTION = "thread_growth"
 #: Cold reopens per size; the fastest counts (a read that other work on the machine slowed down says nothing about the store).
-REOPENS = 5
+REOPENS = 9
+#: Rounds of probe saves; each round probes every size once, the median of the rounds counts.
+PROBE_ROUNDS = 15
 
 
 def turn_items(i: int) -> list[dict[str, Any]]:
@@ -77,11 +93,26 @@ def disk_bytes(path: Path) -> int:
 
 
 class Side:
-    """One store under test: ``save_turn`` saves turn i, ``reopen`` reads the whole conversation back cold."""
+    """One store under test: ``save_turn`` saves turn i; ``seed``/``probe``/``drop`` run a probe save; ``reopen`` reads back cold."""
 
     name = ""
 
     def save_turn(self, i: int) -> None:
+        raise NotImplementedError
+
+    def reached(self, size: int) -> None:
+        """Called when the thread holds ``size`` messages (ctxcore: remember the step to fork from)."""
+
+    def seed(self, probe_id: str, size: int) -> None:
+        """Untimed: ``probe_id`` holds the thread as saved at ``size`` messages."""
+        raise NotImplementedError
+
+    def probe(self, probe_id: str, i: int) -> None:
+        """Timed: add turn ``i`` to ``probe_id`` and save it."""
+        raise NotImplementedError
+
+    def drop(self, probe_id: str) -> None:
+        """Untimed: delete ``probe_id``."""
         raise NotImplementedError
 
     def prepare_reopen(self) -> None:
@@ -95,6 +126,11 @@ class Side:
 
     def close(self) -> None:
         pass
+
+
+def all_items(turns: int) -> list[dict[str, Any]]:
+    """The first ``turns`` turns' items, in order."""
+    return [item for i in range(turns) for item in turn_items(i)]
 
 
 # ------------------------------------------------------------------ ctxcore
@@ -131,18 +167,37 @@ class CtxSide(Side):
         self.pipeline = Pipeline.from_string(self.yaml, host=host)
         self.thread = self.pipeline.thread("bench")
         self.json_bytes = 0
+        self.steps: dict[int, int] = {}  # size -> the step at which the thread held that many messages
+        self.probes: dict[str, Any] = {}
+
+    @staticmethod
+    def _turn(thread: Any, i: int) -> None:
+        user, call, result, answer = turn_items(i)
+        thread.add_user(user["content"])
+        thread.add_response(call)
+        thread.add_tool_result(result["tool_call_id"], result["content"])
+        thread.add_response(answer)
+        thread.save()
 
     def save_turn(self, i: int) -> None:
         from ctxcore.model.messages import Message
 
-        user, call, result, answer = turn_items(i)
-        self.thread.add_user(user["content"])
-        self.thread.add_response(call)
-        self.thread.add_tool_result(result["tool_call_id"], result["content"])
-        self.thread.add_response(answer)
-        self.thread.save()
+        self._turn(self.thread, i)
         self.json_bytes += sum(len(json.dumps(m.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")).encode())
                                for m in self.thread.messages[-4:] if isinstance(m, Message))
+
+    def reached(self, size: int) -> None:
+        self.steps[size] = int(self.thread.step)
+
+    def seed(self, probe_id: str, size: int) -> None:
+        self.probes[probe_id] = self.thread.fork(probe_id, step=self.steps[size])
+
+    def probe(self, probe_id: str, i: int) -> None:
+        self._turn(self.probes[probe_id], i)
+
+    def drop(self, probe_id: str) -> None:
+        del self.probes[probe_id]
+        self.pipeline.thread_store().delete_thread(probe_id)
 
     def prepare_reopen(self) -> None:
         from ctxcore import Pipeline
@@ -182,16 +237,34 @@ class AgentsSdkSide(Side):
         self.session = SQLiteSession("bench", str(db))
         self.loop = asyncio.new_event_loop()
 
-    def save_turn(self, i: int) -> None:
+        self.probes: dict[str, Any] = {}
+
+    @staticmethod
+    def items(i: int) -> list[dict[str, Any]]:
+        """Turn ``i`` as Responses items, as the SDK stores a run's output."""
         user, call, result, answer = turn_items(i)
         tc = call["tool_calls"][0]
-        items = [
+        return [
             {"role": "user", "content": user["content"]},
             {"type": "function_call", "call_id": tc["id"], "name": tc["function"]["name"], "arguments": tc["function"]["arguments"]},
             {"type": "function_call_output", "call_id": result["tool_call_id"], "output": result["content"]},
             {"role": "assistant", "content": answer["content"]},
         ]
-        self.loop.run_until_complete(self.session.add_items(items))  # type: ignore[arg-type]
+
+    def save_turn(self, i: int) -> None:
+        self.loop.run_until_complete(self.session.add_items(self.items(i)))  # type: ignore[arg-type]
+
+    def seed(self, probe_id: str, size: int) -> None:
+        session = self.probes[probe_id] = self.cls(probe_id, str(self.db))
+        self.loop.run_until_complete(session.add_items([it for i in range(size // 4) for it in self.items(i)]))
+
+    def probe(self, probe_id: str, i: int) -> None:
+        self.loop.run_until_complete(self.probes[probe_id].add_items(self.items(i)))
+
+    def drop(self, probe_id: str) -> None:
+        session = self.probes.pop(probe_id)
+        self.loop.run_until_complete(session.clear_session())
+        session.close()
 
     def reopen(self) -> int:
         session = self.cls("bench", str(self.db))
@@ -235,6 +308,15 @@ class LangGraphSide(Side):
     def save_turn(self, i: int) -> None:
         self.graph.invoke({"messages": turn_items(i)}, self.config)
 
+    def seed(self, probe_id: str, size: int) -> None:
+        self.graph.invoke({"messages": all_items(size // 4)}, {"configurable": {"thread_id": probe_id}})
+
+    def probe(self, probe_id: str, i: int) -> None:
+        self.graph.invoke({"messages": turn_items(i)}, {"configurable": {"thread_id": probe_id}})
+
+    def drop(self, probe_id: str) -> None:
+        self.graph.checkpointer.delete_thread(probe_id)
+
     def reopen(self) -> int:
         conn = sqlite3.connect(self.db, check_same_thread=False)
         try:
@@ -250,31 +332,60 @@ class LangGraphSide(Side):
 
 
 # ------------------------------------------------------------------ running
-def measure(side: Side, sizes: tuple[int, ...]) -> dict[int, dict[str, float | int | None]]:
-    """Save turns until each size; the median of the last five saves, the store size at rest, the reopen time."""
+def measure(side: Side, sizes: tuple[int, ...], tick: Callable[[], None] = lambda: None) -> dict[int, dict[str, float | int | None]]:
+    """Grow the thread to each size (its size at rest and cold reopens there), then the interleaved probe saves of every size."""
     out: dict[int, dict[str, float | int | None]] = {}
-    saves: list[float] = []
     turns = 0
     for size in sizes:
         while turns * 4 < size:
-            start = time.perf_counter()
             side.save_turn(turns)
-            saves.append(time.perf_counter() - start)
             turns += 1
-        reopen_times, reopen_cpu = [], []
-        for _ in range(REOPENS):
-            side.prepare_reopen()
-            start, cpu = time.perf_counter(), time.process_time()
-            count = side.reopen()
-            reopen_cpu.append(time.process_time() - cpu)
-            reopen_times.append(time.perf_counter() - start)
-            if count != turns * 4:
-                raise AssertionError(f"{side.name}: reopened {count} messages, expected {turns * 4}")
-        out[size] = {"save_ms": statistics.median(saves[-5:]) * 1000, "reopen_ms": min(reopen_times) * 1000,
-                     "reopen_cpu_ms": min(reopen_cpu) * 1000, "size_bytes": _size_at_rest(side)}
+            tick()
+        side.reached(size)
+        reopen_times, reopen_cpu = _reopens(side, turns * 4)
+        out[size] = {"reopen_ms": min(reopen_times) * 1000, "reopen_cpu_ms": min(reopen_cpu) * 1000, "size_bytes": _size_at_rest(side)}
         if isinstance(side, CtxSide):
             out[size]["json_bytes"] = side.json_bytes
+    for size, (wall, cpu) in probe_saves(side, sizes, tick).items():
+        out[size].update(save_ms=statistics.median(wall) * 1000, save_cpu_ms=statistics.median(cpu) * 1000)
     return out
+
+
+def _reopens(side: Side, expected: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of ``REOPENS`` cold reopens; each must read back ``expected`` messages."""
+    wall, cpu = [], []
+    for _ in range(REOPENS):
+        side.prepare_reopen()
+        gc.collect()
+        start, cpu_start = time.perf_counter(), time.process_time()
+        count = side.reopen()
+        cpu.append(time.process_time() - cpu_start)
+        wall.append(time.perf_counter() - start)
+        if count != expected:
+            raise AssertionError(f"{side.name}: reopened {count} messages, expected {expected}")
+    return wall, cpu
+
+
+def probe_saves(side: Side, sizes: tuple[int, ...], tick: Callable[[], None] = lambda: None,
+                rounds: int = PROBE_ROUNDS) -> dict[int, tuple[list[float], list[float]]]:
+    """Per size, the wall and CPU seconds of ``rounds`` probe saves: copy the thread at that size, save one turn, delete the copy.
+
+    Round ``r`` probes the sizes rotated by ``r``, so no size is always first
+    after the untimed copying, and load that comes and goes falls on all sizes.
+    """
+    times: dict[int, tuple[list[float], list[float]]] = {size: ([], []) for size in sizes}
+    for r in range(rounds):
+        for size in sizes[r % len(sizes):] + sizes[:r % len(sizes)]:
+            probe_id = f"probe-{size}-{r}"
+            side.seed(probe_id, size)
+            gc.collect()
+            start, cpu_start = time.perf_counter(), time.process_time()
+            side.probe(probe_id, size // 4)
+            times[size][1].append(time.process_time() - cpu_start)
+            times[size][0].append(time.perf_counter() - start)
+            side.drop(probe_id)
+            tick()
+    return times
 
 
 def _size_at_rest(side: Side) -> int | None:
@@ -347,16 +458,43 @@ def sides(tmp: Path, host: Any, dsn: str | None, redis_url: str | None = None, p
             print(f"{cls.name}: skipped ({exc}; pip install -r requirements-bench.txt)", file=sys.stderr)
 
 
+Bar = Callable[[str, int], contextlib.AbstractContextManager[Callable[[], None]]]
+
+
+@contextlib.contextmanager
+def progress() -> Iterator[Bar]:
+    """``bar(label, total)`` gives a ``tick()`` per unit of work: a rich bar on stderr on a terminal, nothing in a pipe."""
+    if not sys.stderr.isatty():
+        yield lambda label, total: contextlib.nullcontext(lambda: None)
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ctxcore.tools.terminal import make_console
+
+    with Progress(TextColumn("{task.description:<26}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=make_console(stderr=True)) as shown:
+
+        @contextlib.contextmanager
+        def bar(label: str, total: int) -> Iterator[Callable[[], None]]:
+            task = shown.add_task(label, total=total)
+            yield lambda: shown.advance(task)
+            shown.update(task, completed=total)
+
+        yield bar
+
+
 def run(sizes: tuple[int, ...] = SIZES, command: str = "python bench/thread_growth.py", *, everything: bool = True) -> dict[str, Any]:
     """Measure every side (``everything=False``: only the embedded ctxcore stores); return ``{"command", "sizes", "rows"}``."""
     host = _host()
     rows: dict[str, Any] = {}
     pg = _postgres() if everything else contextlib.nullcontext(None)
     rd = _redis() if everything else contextlib.nullcontext(None)
-    with tempfile.TemporaryDirectory(prefix="thread-growth-") as tmp, pg as dsn, rd as redis_url:
+    ticks = -(-max(sizes) // 4) + PROBE_ROUNDS * len(sizes)
+    with tempfile.TemporaryDirectory(prefix="thread-growth-") as tmp, pg as dsn, rd as redis_url, progress() as bar:
         for side in sides(Path(tmp), host, dsn, redis_url, peers=everything):
             try:
-                rows[side.name] = measure(side, sizes)
+                with bar(side.name, ticks) as tick:
+                    rows[side.name] = measure(side, sizes, tick)
             finally:
                 side.close()
             print(f"{side.name}: done", file=sys.stderr)
@@ -389,8 +527,10 @@ def goals(data: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
                 None if size is None else size / js <= 1.3))
     for backend in ("sqlite", "postgres", "redis", "jsonl"):
         a, b = get(f"ctxcore {backend}", big, "save_ms"), get(f"ctxcore {backend}", small, "save_ms")
+        cpu = _ratio(get(f"ctxcore {backend}", big, "save_cpu_ms"), get(f"ctxcore {backend}", small, "save_cpu_ms"))
         if a is not None:
-            out.append((f"save at {big} messages / save at {small} messages, {backend}", _ratio(a, b), "≤ 2×", a / b <= 2))
+            out.append((f"save at {big} messages / save at {small} messages, {backend} (wall-clock; CPU in brackets)",
+                        f"{_ratio(a, b)} ({cpu})", "≤ 2×", a / b <= 2))
     a, b = get("ctxcore sqlite", big, "reopen_cpu_ms"), get("Agents SDK SQLiteSession", big, "reopen_cpu_ms")
     out.append((f"reopen at {big} messages (CPU time), ctxcore sqlite / Agents SDK SQLiteSession", _ratio(a, b), "≤ 1.5×",
                 None if a is None or b is None else a / b <= 1.5))
@@ -402,17 +542,20 @@ def goals(data: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
 def markdown(data: dict[str, Any]) -> str:
     """The measurement table and the goals table, as docs/persistence.md shows them."""
     sizes = [str(s) for s in data["sizes"]]
-    headers = ["store", *(f"save @{s}" for s in sizes), *(f"size @{s}" for s in sizes), *(f"reopen @{s}" for s in sizes),
-               f"reopen CPU @{sizes[-1]}"]
+    headers = ["store", *(f"save @{s}" for s in sizes), *(f"save CPU @{s}" for s in sizes), *(f"size @{s}" for s in sizes),
+               *(f"reopen @{s}" for s in sizes), f"reopen CPU @{sizes[-1]}"]
     rows = []
     for name, by_size in data["rows"].items():
         cell = [by_size.get(s) or by_size.get(int(s)) for s in sizes]
-        rows.append([name, *(_fmt_ms(c["save_ms"]) for c in cell), *(_fmt_mb(c["size_bytes"]) for c in cell),
-                     *(_fmt_ms(c["reopen_ms"]) for c in cell), _fmt_ms(cell[-1].get("reopen_cpu_ms"))])
+        rows.append([name, *(_fmt_ms(c["save_ms"]) for c in cell), *(_fmt_ms(c.get("save_cpu_ms")) for c in cell),
+                     *(_fmt_mb(c["size_bytes"]) for c in cell), *(_fmt_ms(c["reopen_ms"]) for c in cell),
+                     _fmt_ms(cell[-1].get("reopen_cpu_ms"))])
     goal_rows = [[what, value, target, "—" if met is None else ("yes" if met else "**no**")] for what, value, target, met in goals(data)]
-    return (f"Measured with `{data['command']}` (one run on a shared machine; saves: wall-clock medians, reopens: "
-            "the fastest of five, wall-clock and this process's CPU time; the reopen goals compare CPU time, which the "
-            "machine's other work does not inflate).\n\n"
+    return (f"Measured with `{data['command']}` (one run on a shared machine; saves: the median of {PROBE_ROUNDS} "
+            "interleaved probe saves per size (copy the thread at that size, save one more turn, delete the copy), "
+            f"wall-clock and this process's CPU time; reopens: the fastest of {REOPENS}, wall-clock and CPU time; the save "
+            "goals compare wall-clock time, the reopen goals CPU time, which the machine's other work does not "
+            "inflate).\n\n"
             + markdown_table(headers, rows, "l" + "r" * (len(headers) - 1)) + "\n\n"
             + markdown_table(["goal", "measured", "target", "met"], goal_rows, "lrrl") + "\n")
 

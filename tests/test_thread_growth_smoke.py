@@ -20,8 +20,23 @@ def test_quick_run_reopens_every_message_on_every_side() -> None:
     sqlite = rows["ctxcore sqlite"][16]
     assert sqlite["json_bytes"] > 16 * 400 and sqlite["size_bytes"] > 0
     table = tg.markdown(data)
-    assert "| ctxcore sqlite |" in table and "save at 16 messages / save at 8 messages, sqlite" in table
+    assert "| ctxcore sqlite |" in table and "save at 16 messages / save at 8 messages, sqlite (wall-clock; CPU in brackets)" in table
     assert replace_section("a\n<!-- bench:thread_growth:start -->\nold\n<!-- bench:thread_growth:end -->\nb", "thread_growth", table).count("ctxcore jsonl") == 1
+
+
+def test_probe_saves_time_every_size_and_leave_the_store_as_it_was(tmp_path: Path) -> None:
+    """Each round probes every size once (a copy at that size, one saved turn, the copy deleted): only the measured thread stays."""
+    side = tg.CtxSide("ctxcore sqlite", f"{{type: sqlite, path: {tmp_path / 'c.db'}}}", tg._host(), tmp_path / "c.db")
+    try:
+        for i in range(4):
+            side.save_turn(i)
+            side.reached(4 * (i + 1))
+        times = tg.probe_saves(side, (4, 16), rounds=3)
+        assert {size: (len(wall), len(cpu)) for size, (wall, cpu) in times.items()} == {4: (3, 3), 16: (3, 3)}
+        store = side.pipeline.thread_store()
+        assert store.list_threads() == ["bench"] and store.read("bench").record.messages == 16
+    finally:
+        side.close()
 
 
 def test_turns_are_the_issue_workload() -> None:
