@@ -193,6 +193,7 @@ EXPECTED_KIT_ALL = [
     "memory_text",
     "neutralize_markers",
     "new_memory_id",
+    "newest_readable",
     "offload_handle",
     "overflow_cause",
     "parse_age",

@@ -283,3 +283,23 @@ class TestCommands:
         assert out.returncode == 0 and "8 messages" in out.stdout
         shown = json.loads(ctx("thread", "show", "two", "--step", "0", "--json", "--pipeline", str(jsonl_pipeline)).stdout)
         assert shown["step"] == 0 and len(shown["messages"]) == 4
+
+
+def test_newest_readable_skips_damaged_and_missing_steps() -> None:
+    """Salvage's rule: the newest step that reads, past damaged (CheckpointCorrupt) or pruned (UnknownStep) ones; never raises."""
+    from ctxcore.errors import CheckpointCorrupt
+    from ctxcore.kit import StepRecord, ThreadSnapshot, newest_readable
+
+    def read(step: int) -> ThreadSnapshot:
+        if step == 3:
+            raise CheckpointCorrupt("damaged")
+        if step == 2:
+            raise UnknownStep("pruned")
+        return ThreadSnapshot(StepRecord("t", step, step, "2026-01-01T00:00:00+00:00"))
+
+    def unreadable() -> list[int]:
+        raise CheckpointCorrupt("steps table damaged")
+
+    assert newest_readable(lambda: [0, 1, 2, 3], read).record.step == 1  # type: ignore[union-attr]
+    assert newest_readable(lambda: [2, 3], read) is None
+    assert newest_readable(unreadable, read) is None

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from operator import itemgetter
@@ -51,6 +51,7 @@ __all__ = [
     "extend_view",
     "fence",
     "idle_cutoff",
+    "newest_readable",
     "parse_age",
     "step_time",
     "snapshot_of_rows",
@@ -258,6 +259,26 @@ def snapshot_of_rows(where: str, thread_id: str, row: Sequence[Any], bodies: Seq
     except ValueError as exc:
         raise corrupt(where, thread_id, step, f"a stored message is not JSON ({exc})") from exc
     return ThreadSnapshot(StepRecord(thread_id, step, count, str(row[2]), meta), messages)
+
+
+def newest_readable(steps: Callable[[], Iterable[int]], read: Callable[[int], ThreadSnapshot | None]) -> ThreadSnapshot | None:
+    """What ``ThreadStore.salvage`` returns: ``read(step)`` of the newest of ``steps()`` that reads intact, else ``None``.
+
+    Never raises :class:`CheckpointCorrupt`: a list of steps that cannot be
+    read, or a step that is damaged or gone (:class:`UnknownStep`), moves on to
+    the next older step. For backends whose steps read independently of each
+    other (rows, keys); a file that must be read in order salvages its own way.
+    """
+    try:
+        numbers = list(steps())
+    except CheckpointCorrupt:
+        return None
+    for step in reversed(numbers):
+        try:
+            return read(step)
+        except (CheckpointCorrupt, UnknownStep):
+            continue
+    return None
 
 
 _BODY = itemgetter(1)

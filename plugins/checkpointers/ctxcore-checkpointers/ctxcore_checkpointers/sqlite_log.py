@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ctxcore.kit import (
-    CheckpointCorrupt,
     StepRecord,
     ThreadSnapshot,
     UnknownStep,
@@ -37,6 +36,7 @@ from ctxcore.kit import (
     encode_messages,
     encode_metadata,
     fence,
+    newest_readable,
     snapshot_of_rows,
     step_time,
     unknown_step,
@@ -208,16 +208,7 @@ class SqliteThreadStore(SqliteCheckpointer):
     def salvage(self, thread_id: str) -> ThreadSnapshot | None:
         """The newest step that reads intact (``None`` when none does or the file cannot be opened)."""
         check_thread_id(thread_id)
-        try:
-            steps = [r.step for r in self.list_steps(thread_id)]
-        except CheckpointCorrupt:
-            return None
-        for step in reversed(steps):
-            try:
-                return self.read(thread_id, step)
-            except CheckpointCorrupt:
-                continue
-        return None
+        return newest_readable(lambda: [r.step for r in self.list_steps(thread_id)], lambda step: self.read(thread_id, step))
 
     def list_steps(self, thread_id: str) -> list[StepRecord]:
         """The thread's step records, oldest first."""

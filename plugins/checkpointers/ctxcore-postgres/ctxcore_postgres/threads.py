@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcore.kit import (
-    CheckpointCorrupt,
     StepRecord,
     ThreadSnapshot,
     UnknownStep,
@@ -35,6 +34,7 @@ from ctxcore.kit import (
     encode_messages,
     encode_metadata,
     fence,
+    newest_readable,
     snapshot_of_rows,
     step_time,
     unknown_step,
@@ -214,13 +214,8 @@ class PostgresThreadStore(PostgresCheckpointer):
         return snapshot_of_rows(self._where(), thread_id, row, bodies)
 
     def salvage(self, thread_id: str) -> ThreadSnapshot | None:
-        """The newest step that reads intact (``None`` when none does)."""
-        for record in reversed(self.list_steps(thread_id)):
-            try:
-                return self.read(thread_id, record.step)
-            except CheckpointCorrupt:
-                continue
-        return None
+        """The newest step that reads intact (``None`` when none does); never raises ``CheckpointCorrupt``."""
+        return newest_readable(lambda: [r.step for r in self.list_steps(thread_id)], lambda step: self.read(thread_id, step))
 
     def list_steps(self, thread_id: str) -> list[StepRecord]:
         """The thread's step records, oldest first."""

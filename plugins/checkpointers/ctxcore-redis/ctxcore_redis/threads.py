@@ -25,7 +25,6 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from ctxcore.kit import (
-    CheckpointCorrupt,
     StepRecord,
     ThreadSnapshot,
     UnknownStep,
@@ -37,6 +36,7 @@ from ctxcore.kit import (
     encode_messages,
     encode_metadata,
     fence,
+    newest_readable,
     step_time,
     unknown_step,
 )
@@ -240,17 +240,13 @@ class RedisThreadStore:
         """The newest step that reads intact (``None`` when none does); never raises ``CheckpointCorrupt``."""
         check_thread_id(thread_id)
         steps = self._keys(thread_id)[1]
-        try:
+
+        def numbers() -> list[int]:
             scored = self._run(f"read thread {thread_id!r}", thread_id,
                                lambda: self.server.client.zrange(steps, 0, -1, withscores=True))
-        except CheckpointCorrupt:
-            return None
-        for _, score in reversed(scored):
-            try:
-                return self.read(thread_id, _score(score))
-            except (CheckpointCorrupt, UnknownStep):
-                continue
-        return None
+            return [_score(score) for _, score in scored]
+
+        return newest_readable(numbers, lambda step: self.read(thread_id, step))
 
     def list_steps(self, thread_id: str) -> list[StepRecord]:
         """The thread's step records, oldest first (checksums checked)."""
