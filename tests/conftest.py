@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ctxcore.plugins.host import reset_default_host
 from ctxcore.testing import fresh_host
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`ctx` (in-process and in subprocesses) keeps its help cache in a test directory, not the user's."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
 
 
 @pytest.fixture(autouse=True)
