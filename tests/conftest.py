@@ -9,11 +9,15 @@ from ctxcore.testing import fresh_host
 
 
 @pytest.fixture(autouse=True)
-def _no_autoload(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Unit tests never pick up installed plugins implicitly."""
+def _no_autoload(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Unit tests never pick up installed plugins implicitly, nor a listing of plugin commands another test cached.
+
+    `ctx` (in-process and in subprocesses) keeps that listing in a cache directory of each test's own.
+    """
     for key in ("CTXCORE_PLUGINS", "CTXCORE_BLOCK_PLUGINS", "CTXCORE_STRICT_PLUGINS"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("CTXCORE_DISABLE_PLUGIN_AUTOLOAD", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
     reset_default_host()
     yield
     reset_default_host()

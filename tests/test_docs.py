@@ -44,7 +44,10 @@ def _commands(command: click.Command, path: tuple[str, ...] = ("ctx",)) -> list[
     """Full paths (``ctx plugins list``) of ``command`` and every command below it."""
     found = [" ".join(path)]
     if isinstance(command, click.Group):
-        for name, sub in sorted(command.commands.items()):
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, name
             found.extend(_commands(sub, (*path, name)))
     return found
 

@@ -35,7 +35,8 @@ def readme_demo_commands() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- wheel-demo:[^>]*-->\n```\n(.*?)```", text, re.S)
     assert block, "README.md lost its <!-- wheel-demo: ... --> block"
-    return [line for line in block.group(1).splitlines() if line.startswith("ctx ")]
+    lines = block.group(1).replace("\\\n", " ").splitlines()  # a line ending in a backslash goes on
+    return [" ".join(line.split()) for line in lines if line.startswith("ctx ")]
 
 
 def _offline_env(tmp: Path) -> dict[str, str]:

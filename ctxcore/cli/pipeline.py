@@ -1,16 +1,23 @@
-"""``ctx pipeline``: work with pipeline files (``validate`` here; ``show``, ``presets`` and ``schema`` are attached in :mod:`ctxcore.cli`)."""
+"""``ctx pipeline``: work with pipeline files (``validate`` here; ``show``, ``presets`` and ``schema`` load when they run)."""
 
 from __future__ import annotations
 
 import click
 
 from ctxcore.cli._common import echo_issues, fail, load_pipeline
+from ctxcore.cli.lazy import LazyCommand, LazyGroup
 from ctxcore.errors import ConfigError
 
 __all__ = ["pipeline"]
 
 
-@click.group()
+@click.group(cls=LazyGroup, lazy_commands={
+    "presets": LazyCommand("ctxcore.cli.presets:pipeline_presets", "List the preset pipelines installed plugins offer."),
+    "schema": LazyCommand("ctxcore.cli.schema:pipeline_schema_command",
+                          "Print the JSON Schema (draft 2020-12) of pipeline files for the installed components."),
+    "show": LazyCommand("ctxcore.cli.presets:pipeline_show",
+                        "Print pipeline FILE, or the YAML of --preset NAME to copy and edit."),
+})
 def pipeline() -> None:
     """Work with pipeline files."""
 

@@ -1,4 +1,4 @@
-"""``ctx plugins``: what is installed (``list``); ``new`` is in :mod:`ctxcore.cli.scaffold`."""
+"""``ctx plugins``: what is installed (``list``); ``new`` is in :mod:`ctxcore.cli.scaffold`, loaded when it runs."""
 
 from __future__ import annotations
 
@@ -8,13 +8,17 @@ import sys
 import click
 
 from ctxcore.cli._common import state
+from ctxcore.cli.lazy import LazyCommand, LazyGroup
 from ctxcore.plugins.first_party import STANDARD_INSTALL
 from ctxcore.plugins.registry import KINDS
 
 __all__ = ["plugins"]
 
 
-@click.group()
+@click.group(cls=LazyGroup, lazy_commands={
+    "new": LazyCommand("ctxcore.cli.scaffold:plugins_new",
+                       "Scaffold plugin distribution NAME offering one component of --kind."),
+})
 def plugins() -> None:
     """Inspect installed plugins."""
 
