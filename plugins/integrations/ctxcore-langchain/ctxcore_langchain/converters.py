@@ -27,7 +27,7 @@ is counted as the strings it sends (text blocks in its place, see
 :mod:`ctxcore_langchain.reasoning`; ``count_reasoning=False`` carries it
 uncounted). Provider blocks (``ChatAnthropic``'s server tool, MCP and
 compaction blocks, ``ChatOpenAI``'s Responses hosted tool items, see
-:mod:`ctxcore_langchain.provider`) are :class:`ctxcore.ProviderBlock`\ s in their
+:mod:`ctxcore_langchain.provider`) are :class:`ctxcore.ProviderBlock` objects in their
 place, counted by their JSON and given back as the dicts they came as. Other
 blocks (``tool_use``, audio...) are carried, not counted. A changed message
 keeps the reasoning items whose text is still in its content.

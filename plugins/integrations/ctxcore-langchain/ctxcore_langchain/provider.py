@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxcore import ProviderBlock
-from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS
+from ctxcore.kit import ANTHROPIC_RESULT_KINDS
 
 __all__ = ["ANTHROPIC_KINDS", "RESPONSES_KINDS", "model_api", "provider_block"]
 
