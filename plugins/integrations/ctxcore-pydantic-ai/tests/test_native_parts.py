@@ -90,3 +90,32 @@ def test_round_trip_gives_back_the_parts_and_never_their_text() -> None:
     assert [type(p).__name__ for p in back.parts] == ["NativeToolCallPart", "NativeToolReturnPart", "CompactionPart",
                                                       "TextPart"]
     assert not any(isinstance(p, TextPart) and p.content.startswith("{") for p in back.parts)
+
+
+def test_anthropic_model_web_search_goes_back_byte_exact() -> None:
+    """pydantic-ai's AnthropicModel (it streams) against the Anthropic stub: a signed web search comes back unchanged."""
+    from anthropic import AsyncAnthropic
+    from pydantic_ai.capabilities import NativeTool
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.native_tools import WebSearchTool
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    from ctxcore.testing.harness.anthropic_server import MessagesServer, web_search_blocks
+
+    search = web_search_blocks("srvtoolu_1", "weather paris", [("https://example.org/paris", "Paris weather")])
+
+    def reply(body: dict[str, Any]) -> Any:
+        return [*search, {"type": "text", "text": "Sunny."}] if len(body["messages"]) == 1 else "Tomorrow too."
+
+    pipeline = Pipeline.from_string(PIPELINE.replace("providers:", "target: {provider: anthropic}\nproviders:"))
+    context = ContextCapability(pipeline)
+    with MessagesServer(reply=reply) as server:  # refuses a changed encrypted_content, as Anthropic does
+        client = AsyncAnthropic(base_url=server.base_url, api_key="unused", max_retries=0)
+        model = AnthropicModel("claude-sonnet-5-5", provider=AnthropicProvider(anthropic_client=client))
+        agent = Agent(model, capabilities=[context, NativeTool(WebSearchTool())])
+        first = agent.run_sync("Weather in Paris?")
+        second = agent.run_sync("And tomorrow?", message_history=first.all_messages())
+    assert all(body.get("stream") is True for body in server.requests)
+    assert [type(p).__name__ for p in first.all_messages()[1].parts] == [
+        "NativeToolCallPart", "NativeToolReturnPart", "TextPart"]
+    assert second.output == "Tomorrow too." and server.requests[-1]["messages"][1]["content"][:2] == search
