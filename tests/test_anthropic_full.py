@@ -216,6 +216,30 @@ class TestAgainstTheStub:
         assert resent[0]["type"] == "thinking" and resent[0]["signature"] == sign(resent[0]["thinking"])
         assert server.requests[0]["tools"][0]["name"] == "get_weather"
 
+    def test_a_streamed_answer_is_the_answer(self) -> None:
+        """stream=True gets server-sent events the official client accumulates into the message a plain request gets."""
+        from ctxcore.testing.harness.anthropic_server import compaction_block, web_search_blocks
+
+        blocks = [*web_search_blocks("srvtoolu_1", "weather paris", [("https://example.org/p", "Paris")]),
+                  compaction_block("We discussed Paris."), {"type": "text", "text": "It is sunny, 18C in Paris."},
+                  {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris", "days": [1, 2]}}]
+        body = {"model": "claude-test", "max_tokens": 64, "messages": [{"role": "user", "content": "Weather?"}],
+                "tools": [{"type": "web_search_20250305", "name": "web_search"},
+                          {"name": "get_weather", "input_schema": {"type": "object"}}]}
+        with MessagesServer(reply=lambda b: blocks, thinking=True) as server:
+            client = Anthropic(base_url=server.base_url, api_key="unused", max_retries=0).beta  # compaction is beta
+            plain = client.messages.create(**body)
+            with client.messages.stream(**body) as stream:
+                streamed = stream.get_final_message()
+            events = [e.type for e in client.messages.create(**body, stream=True)]
+        # the same blocks (the stub's thinking names the request it answers)
+        assert [b.to_dict() for b in streamed.content[1:]] == [b.to_dict() for b in plain.content[1:]]
+        assert streamed.content[0].signature == sign(streamed.content[0].thinking)
+        assert (streamed.stop_reason, streamed.usage.output_tokens) == (plain.stop_reason, plain.usage.output_tokens)
+        assert streamed.content[0].type == "thinking" and streamed.stop_reason == "tool_use"
+        assert events[0] == "message_start" and events[-2:] == ["message_delta", "message_stop"]
+        assert events.count("content_block_start") == events.count("content_block_stop") == 6
+
     def test_stub_refuses_a_tampered_thinking_block(self) -> None:
         """The stub, like Anthropic, rejects a thinking block whose text changed (so the test above can fail)."""
         body = anthropic_body({"messages": [

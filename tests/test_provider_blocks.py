@@ -445,3 +445,46 @@ class TestThreadLoops:
         assert len(server.requests) == 30
         kinds = [i.get("type", "message") for i in server.requests[-1]["input"]]
         assert "compaction" in kinds and kinds.count("reasoning") <= 2 and len(kinds) < 14
+
+
+class TestThreadServerState:
+    def test_applied_edits_are_kept_in_step_metadata(self, loop_host: Any) -> None:
+        """What Anthropic's server-side context edits cleared is on record in the saved step, and only in that step."""
+        from anthropic.types.beta import BetaMessage
+
+        from ctxcore import Pipeline
+
+        edits = [{"type": "clear_tool_uses_20250919", "cleared_tool_uses": 3, "cleared_input_tokens": 1200}]
+        reply = BetaMessage.model_validate({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "stop_reason": "end_turn",
+            "content": [{"type": "text", "text": "Done."}], "usage": {"input_tokens": 9, "output_tokens": 2},
+            "context_management": {"applied_edits": edits}})
+        thread = Pipeline.from_string(PIPELINE.format(provider="anthropic"), host=loop_host).thread("edits")
+        thread.add_user("Go on.")
+        thread.add_response(reply)
+        first = thread.save()
+        thread.add_user("And then?")
+        thread.add_response({"type": "message", "role": "assistant", "stop_reason": "end_turn",
+                             "content": [{"type": "text", "text": "Then this."}]})
+        second = thread.save()
+        meta = {r.step: r.metadata for r in thread.steps()}
+        assert meta[first]["applied_edits"] == edits and "applied_edits" not in meta[second]
+
+    def test_compact_endpoint_output_is_refused(self, loop_host: Any) -> None:
+        """responses.compact() output replaces a conversation; add_response refuses it, naming server-side compaction."""
+        from openai.types.responses import CompactedResponse
+
+        from ctxcore import Pipeline
+
+        output = [{"type": "message", "id": "msg_1", "role": "user", "status": "completed",
+                   "content": [{"type": "input_text", "text": "Plan a trip."}]}, compaction_item("cmp_1")]
+        # the SDK's own type (built without validation: the stub items are dicts, as the API's JSON is)
+        compacted = CompactedResponse.model_construct(id="resp_1", object="response.compaction", created_at=0,
+                                                      output=output)
+        thread = Pipeline.from_string(PIPELINE.format(provider="openai-responses"), host=loop_host).thread("c")
+        thread.add_user("Plan a trip.")
+        with pytest.raises(ValueError, match=r"responses\.compact\(\).*context_management="):
+            thread.add_response(compacted)
+        with pytest.raises(ValueError, match="server-side compaction"):
+            thread.add_response({"id": "resp_1", "object": "response.compaction", "output": output})
+        assert len(thread.messages) == 1

@@ -94,6 +94,7 @@ EXPECTED_CTXCORE_ALL = [
 ]
 
 EXPECTED_KIT_ALL = [
+    "ANTHROPIC_RESULT_KINDS",
     "AsyncCheckpointerMixin",
     "BudgetExceeded",
     "BuildReport",

@@ -130,6 +130,7 @@ from ctxcore.kit.threadlog import (
     unknown_step,
     view_of,
 )
+from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS
 from ctxcore.model.memory_item import DEFAULT_NAMESPACE, MemoryItem, utc_now
 from ctxcore.model.messages import (
     ContentBlock,
@@ -152,6 +153,7 @@ from ctxcore.model.transactions import (
 from ctxcore.redaction import DEFAULT_REDACTOR, REDACTED, Redactor, redact, redact_preview, redact_text
 
 __all__ = [
+    "ANTHROPIC_RESULT_KINDS",
     "THREAD_LOG_FORMAT",
     "StepRecord",
     "ThreadSnapshot",

@@ -15,6 +15,13 @@ Accepted, as SDK objects or their dicts:
 
 Keys of an OpenAI reply that only exist in responses (``annotations``) are
 dropped so the message can be sent back as a request message.
+
+Refused: the output of the standalone ``responses.compact()`` endpoint. It
+is not a model turn but a replacement for the whole conversation (the user
+messages, then one compaction item), which a thread cannot append. Server-side
+compaction (``context_management=[{"type": "compaction", ...}]`` on
+``responses.create``) returns its compaction item inside an ordinary reply,
+which is kept like any other item.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from ctxcore.model.anthropic_io import message_from_anthropic
 from ctxcore.model.messages import Message
 from ctxcore.model.responses_io import assistant_from_output
 
-__all__ = ["message_from_reply"]
+__all__ = ["applied_edits", "message_from_reply"]
 
 # What an assistant message in a chat-completions request may carry.
 _OPENAI_ASSISTANT_KEYS = frozenset({"role", "content", "name", "tool_calls", "refusal", "audio", "function_call"})
@@ -40,8 +47,16 @@ def message_from_reply(response: Any, **provenance: Any) -> Message:
 
     Raises:
         ValueError: the reply is none of the supported shapes (or has no choice),
-            named in the message.
+            named in the message; or it is the output of ``responses.compact()``.
     """
+    marker = response.get("object") if isinstance(response, Mapping) else getattr(response, "object", None)
+    if marker == "response.compaction":
+        raise ValueError(
+            "add_response got the output of responses.compact(), which replaces the conversation rather than "
+            "answering it, so a thread cannot append it; use server-side compaction instead: pass "
+            "context_management=[{\"type\": \"compaction\", \"compact_threshold\": N}] to responses.create and "
+            "give its reply to add_response (the compaction item is kept, and builds start at it)"
+        )
     data = _plain(response)
     if not isinstance(data, Mapping):
         raise ValueError(f"add_response expects an OpenAI or Anthropic reply (object or dict), got {type(response).__name__}")
@@ -59,6 +74,19 @@ def message_from_reply(response: Any, **provenance: Any) -> Message:
     kept = {k: v for k, v in data.items() if k in _OPENAI_ASSISTANT_KEYS and v is not None}
     kept.setdefault("content", None)
     return Message.from_openai(kept, **provenance)
+
+
+def applied_edits(response: Any) -> list[dict[str, Any]]:
+    """The context edits Anthropic reports it applied before answering (``context_management.applied_edits``).
+
+    Anthropic clears old tool results or thinking server-side (``context_management``
+    edits) and says so in the reply only; a thread keeps the report in its step
+    metadata so what the server dropped stays on record. Empty for other replies.
+    """
+    data = _plain(response)
+    managed = data.get("context_management") if isinstance(data, Mapping) else None
+    edits = managed.get("applied_edits") if isinstance(managed, Mapping) else None
+    return [dict(e) for e in edits if isinstance(e, Mapping)] if isinstance(edits, list) else []
 
 
 def _is_anthropic(data: Mapping[str, Any]) -> bool:

@@ -35,7 +35,7 @@ from ctxcore.model.messages import Message
 from ctxcore.model.stored import stored_dump
 from ctxcore.pipeline.spec import Pipeline, register_thread_factories
 from ctxcore.runtime.memory_record import record_turn, summaries_of
-from ctxcore.runtime.replies import message_from_reply
+from ctxcore.runtime.replies import applied_edits, message_from_reply
 from ctxcore.runtime.thread_migrate import THREAD_FORMAT, legacy_thread, messages_of, saved_messages
 
 __all__ = ["THREAD_FORMAT", "Thread", "aopen_thread", "open_thread", "saved_messages"]
@@ -77,6 +77,7 @@ class Thread:
         self._summaries: dict[str, Message] = {}  # summaries built since the last save (memory: record: summaries)
         self._recorded: set[str] = set()  # ids this thread object recorded into long-term memory
         self._log_end = 0  # how many messages the log holds as of the loaded or last saved step
+        self._edits: list[dict[str, Any]] = []  # Anthropic's applied_edits reported since the last save
         if snapshot is not None:
             shown, self._view = view_of(snapshot)
             self._messages.extend(messages_of(thread_id, snapshot.record.step, shown))
@@ -187,13 +188,17 @@ class Thread:
         """Append the model's reply: OpenAI chat completion (or its message), Responses API response, Anthropic Message; or their dicts.
 
         Text and tool calls are kept; Anthropic thinking blocks are kept
-        byte-exact and sent back unchanged. Returns the appended message.
+        byte-exact and sent back unchanged. The context edits an Anthropic
+        reply reports (``context_management.applied_edits``) go into the next
+        saved step's metadata (``"applied_edits"``). Returns the appended message.
 
         Raises:
-            ValueError: the reply is none of the supported shapes.
+            ValueError: the reply is none of the supported shapes (the output of
+                ``responses.compact()`` included: use server-side compaction).
             InvalidHistory: tool calls of an earlier reply are still unanswered.
         """
         message = message_from_reply(response)
+        edits = applied_edits(response)
         with self._lock:
             pending = self._pending()
             if pending:
@@ -202,6 +207,7 @@ class Thread:
                     "add_tool_result before the next reply"
                 )
             self._append(message)
+            self._edits += edits
         return message
 
     def add_tool_result(self, tool_call_id: str, content: str | Sequence[Any]) -> Message:
@@ -237,12 +243,13 @@ class Thread:
                                  f"would rewrite history; fork it (thread.fork('new-id')) or reopen the latest step")
             new, count = self._unsaved, len(self._messages)
             view = extend_view(self._view, self._log_end, self._log_end + len(new))
+            metadata = _step_metadata(view) | ({"applied_edits": self._edits} if self._edits else {})
             try:
                 record = self.store.append(self.thread_id, new, expected_step=self._expected,
-                                           metadata=_step_metadata(view), first_step=self._first_step)
+                                           metadata=metadata, first_step=self._first_step)
             except StaleWrite as exc:
                 raise self._stale(exc) from exc
-            self._view, self._log_end = view, record.messages
+            self._view, self._log_end, self._edits = view, record.messages, []
             saved = self._messages[count - len(new):count]
             self._unsaved = []
             self._saved_at(record.step, count)

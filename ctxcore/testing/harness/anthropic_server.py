@@ -30,7 +30,10 @@ returns (each result's ``encrypted_content`` signed) and
 :func:`compaction_block` a signed ``compaction`` block; the server refuses a
 ``server_tool_use``/``mcp_tool_use`` without its result in the same assistant
 message, a result without its call, a changed ``encrypted_content`` or
-compaction ``signature``, and a ``compaction`` block outside an assistant turn. ``POST
+compaction ``signature``, and a ``compaction`` block outside an assistant turn. A
+request with ``"stream": true`` gets the same answer as ``text/event-stream``
+server-sent events, cut by :mod:`ctxcore.testing.harness.anthropic_sse` (clients
+that always stream, such as pydantic-ai's ``AnthropicModel``, run against it). ``POST
 /v1/messages/count_tokens`` (``client.messages.count_tokens``) validates the
 same body and answers ``{"input_tokens": N}`` with
 :func:`~ctxcore.testing.harness.openai_server.stub_token_count`.
@@ -48,7 +51,9 @@ from typing import Any
 
 from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS, unpaired_server_calls
 from ctxcore.render.caching import cache_marks, ttl_problem
+from ctxcore.testing.harness.anthropic_sse import message_events
 from ctxcore.testing.harness.openai_server import stub_token_count
+from ctxcore.testing.harness.openai_sse import sse
 
 __all__ = ["MAX_CACHE_BREAKPOINTS", "AnthropicReply", "MessagesServer", "compaction_block", "web_search_blocks"]
 
@@ -293,7 +298,8 @@ def _tools_problem(tools: Any) -> str | None:
         if not isinstance(t, Mapping) or not isinstance(t.get("name"), str):
             return f"tools.{i}.name: Field required"
         schema = t.get("input_schema")
-        if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        server_tool = t.get("type") not in (None, "custom")  # web_search_20250305...: the API defines its input
+        if not server_tool and (not isinstance(schema, Mapping) or schema.get("type") != "object"):
             return f"tools.{i}.input_schema: Field required (a JSON schema of type 'object')"
         if t["name"] in names:
             return f"tools: Tool names must be unique ({t['name']})"
@@ -317,7 +323,22 @@ def _handler(server: MessagesServer) -> type[BaseHTTPRequestHandler]:
                 return
             server.requests.append(body)
             server.headers.append(dict(self.headers))
-            self._send(*server.answer(self.path, body))
+            status, payload = server.answer(self.path, body)
+            if status == 200 and body.get("stream") is True and payload.get("type") == "message":
+                self._stream(payload)
+            else:
+                self._send(status, payload)
+
+        def _stream(self, message: dict[str, Any]) -> None:
+            """The answer as server-sent events, one write per event (the connection's end closes the stream)."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for frame in sse(message_events(message), named=True, done=False):
+                self.wfile.write(frame)
+                self.wfile.flush()
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()

@@ -17,7 +17,7 @@ from jinja2 import TemplateError
 from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from ctxcore import ImageBlock, Message, TextBlock
+from ctxcore import ImageBlock, Message, ProviderBlock, TextBlock
 
 __all__ = ["ChatTemplate", "TemplateError", "message_to_template_dict"]
 
@@ -40,17 +40,19 @@ def message_to_template_dict(message: Message) -> dict[str, Any]:
 
     Text content is a string; content with images becomes a list of
     ``{"type": "text"}`` / ``{"type": "image"}`` parts; tool-call arguments are
-    decoded to objects, as ``apply_chat_template`` expects.
+    decoded to objects, as ``apply_chat_template`` expects. A provider block (a
+    server tool result, a compaction...) is text: its compact JSON, in its
+    place, which is what the model is given of it.
     """
     out: dict[str, Any] = {"role": message.role}
     content = message.content
     if content is None or isinstance(content, str):
         out["content"] = content or ""
     elif any(isinstance(b, ImageBlock) for b in content):
-        out["content"] = [{"type": "text", "text": b.text} if isinstance(b, TextBlock) else {"type": "image"}
-                          for b in content if isinstance(b, (TextBlock, ImageBlock))]
+        out["content"] = [{"type": "text", "text": _text(b)} if isinstance(b, (TextBlock, ProviderBlock))
+                          else {"type": "image"} for b in content if isinstance(b, (TextBlock, ImageBlock, ProviderBlock))]
     else:
-        out["content"] = message.text
+        out["content"] = "\n".join(_text(b) for b in content if isinstance(b, (TextBlock, ProviderBlock)))
     if message.name:
         out["name"] = message.name
     if message.tool_call_id:
@@ -61,6 +63,10 @@ def message_to_template_dict(message: Message) -> dict[str, Any]:
             for c in message.tool_calls
         ]
     return out
+
+
+def _text(block: TextBlock | ProviderBlock) -> str:
+    return block.text if isinstance(block, TextBlock) else block.wire_json
 
 
 def _arguments(text: str) -> Any:

@@ -13,7 +13,7 @@ from ctxcore_counter_hf import HuggingFaceCounter, TokenizerUnavailable
 from ctxcore_counter_hf.plugin import register_token_counters
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from ctxcore import ImageBlock, Message, TextBlock, ai, human, system, tool
+from ctxcore import ImageBlock, Message, ProviderBlock, TextBlock, ai, human, system, tool
 from ctxcore.testing import fresh_host
 from ctxcore.testing.contracts.counter import SAMPLE_TEXTS, CounterContract
 
@@ -192,6 +192,21 @@ def test_message_content_list_without_images_renders_as_text() -> None:
     counter = HuggingFaceCounter(tokenizer_dir())
     blocks = Message(role="user", content=(TextBlock(text="hello "), TextBlock(text="world")))
     assert counter.count_message(blocks) == counter.count_message(human("hello \nworld"))
+
+
+def test_provider_blocks_are_counted_by_their_json() -> None:
+    """A server tool call and result count as their compact JSON in place, with or without a template."""
+    search = ProviderBlock(api="anthropic", raw={"type": "server_tool_use", "id": "srv_1", "name": "web_search",
+                                                 "input": {"query": "the counts behind a budget"}})
+    image = ImageBlock(url="https://example.invalid/a.png")
+    with_block = Message(role="assistant", content=(search, TextBlock(text="found")))
+    templated = HuggingFaceCounter(tokenizer_dir())
+    assert templated.count_message(with_block) == templated.count_message(ai(search.wire_json + "\nfound"))
+    plain = HuggingFaceCounter(tokenizer_dir() / "tokenizer.json")
+    assert plain.count_message(with_block) == plain.count_message(ai("found")) + raw_len(search.wire_json)
+    templated = HuggingFaceCounter(tokenizer_dir(), image_tokens=5)
+    mixed = human([TextBlock(text="look"), search, image])
+    assert templated.count_message(mixed) == templated.count_message(human([TextBlock(text="look" + search.wire_json), image]))
 
 
 def test_counts_equal_transformers_apply_chat_template() -> None:

@@ -25,8 +25,12 @@ Content blocks ctxcore understands: ``text``, ``image_url`` (OpenAI form),
 ``redacted_thinking`` and ``reasoning`` blocks, ``additional_kwargs["reasoning"]``)
 is counted as the strings it sends (text blocks in its place, see
 :mod:`ctxcore_langchain.reasoning`; ``count_reasoning=False`` carries it
-uncounted). Other blocks (``tool_use``, audio...) are carried, not counted. A
-changed message keeps the reasoning items whose text is still in its content.
+uncounted). Provider blocks (``ChatAnthropic``'s server tool, MCP and
+compaction blocks, ``ChatOpenAI``'s Responses hosted tool items, see
+:mod:`ctxcore_langchain.provider`) are :class:`ctxcore.ProviderBlock` objects in their
+place, counted by their JSON and given back as the dicts they came as. Other
+blocks (``tool_use``, audio...) are carried, not counted. A changed message
+keeps the reasoning items whose text is still in its content.
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall
+from ctxcore import FileBlock, ImageBlock, Message, ProviderBlock, TextBlock, ToolCall
 from ctxcore.kit import content_to_openai
+from ctxcore_langchain.provider import model_api, provider_block
 from ctxcore_langchain.reasoning import KWARGS, counted_blocks, is_reasoning, reasoning_parts, restore_reasoning
 
 __all__ = ["LANGCHAIN_KEY", "from_langchain", "message_from_langchain", "message_to_langchain", "to_langchain"]
@@ -103,7 +108,8 @@ def message_from_langchain(message: BaseMessage, *, count_reasoning: bool = True
         carried["fields"] = extra
     raw_content = message.content
     reasoning = _reasoning_items(message, count_reasoning) if role == "assistant" else []
-    content = _content_from_langchain(raw_content, reasoning)
+    api = model_api(message.response_metadata)
+    content = _content_from_langchain(raw_content, reasoning, api)
     keep_content = _content_to_langchain(content) != raw_content
     if reasoning:
         carried["reasoning"] = reasoning
@@ -210,9 +216,9 @@ def _reasoning_items(message: BaseMessage, counted: bool) -> list[tuple[int, Any
     return items
 
 
-def _content_from_langchain(content: Any, reasoning: Sequence[tuple[int, Any, tuple[str, ...]]] = ()
-                            ) -> str | tuple[Any, ...] | None:
-    """ctxcore content: text, image and file blocks, with each counted reasoning item's strings in its place."""
+def _content_from_langchain(content: Any, reasoning: Sequence[tuple[int, Any, tuple[str, ...]]] = (),
+                            api: str | None = None) -> str | tuple[Any, ...] | None:
+    """ctxcore content: text, image, file and provider blocks, with each counted reasoning item's strings in its place."""
     if isinstance(content, str):  # no reasoning is sent with string content
         return content
     parts = {place: p for place, _, p in reasoning if p}
@@ -221,7 +227,7 @@ def _content_from_langchain(content: Any, reasoning: Sequence[tuple[int, Any, tu
         if index in parts:
             blocks += counted_blocks(parts[index])
             continue
-        block = _block(item)
+        block = _block(item, api)
         if block is not None:
             blocks.append(block)
     # nothing ctxcore reads (only tool_use blocks, say): None, the form the build gives it, so the
@@ -238,7 +244,7 @@ def _with_reasoning(kwargs: dict[str, Any], content: str | tuple[Any, ...] | Non
     part left is given as its string.
     """
     blocks: tuple[Any, ...] = () if not content else (TextBlock(text=content),) if isinstance(content, str) else content
-    restored, kept = restore_reasoning(blocks, content_to_openai(blocks), items)
+    restored, kept = restore_reasoning(blocks, _parts(blocks), items)
     # a kept additional_kwargs item is sent by ChatOpenAI only beside list content
     if any(map(is_reasoning, restored)) or (kept and any(place == KWARGS for place, _, _ in items)):
         kwargs["content"] = restored
@@ -253,13 +259,15 @@ def _with_reasoning(kwargs: dict[str, Any], content: str | tuple[Any, ...] | Non
         kwargs["additional_kwargs"] = {k: v for k, v in kwargs["additional_kwargs"].items() if k != "reasoning"}
 
 
-def _block(item: Any) -> TextBlock | ImageBlock | FileBlock | None:
+def _block(item: Any, api: str | None = None) -> TextBlock | ImageBlock | FileBlock | ProviderBlock | None:
     """The ctxcore block of one LangChain content item, or None for a kind ctxcore does not read."""
     if isinstance(item, str):
         return TextBlock(text=item)
     if not isinstance(item, Mapping):
         return None
     kind = item.get("type")
+    if kind not in _PLAIN_KINDS:
+        return provider_block(item, api)
     if kind == "text" and isinstance(item.get("text"), str):
         return TextBlock(text=item["text"])
     if kind == "image_url":
@@ -282,9 +290,19 @@ def _block(item: Any) -> TextBlock | ImageBlock | FileBlock | None:
     return None
 
 
+_PLAIN_KINDS = frozenset({"text", "image_url", "image", "file"})
+
+
 def _content_to_langchain(content: str | tuple[Any, ...] | None) -> str | list[Any]:
     """ctxcore content as LangChain content: OpenAI-form parts (LangChain reads them), ``""`` for none."""
-    return "" if content is None else content_to_openai(content)
+    return "" if content is None else content if isinstance(content, str) else _parts(content)
+
+
+def _parts(blocks: tuple[Any, ...]) -> list[Any]:
+    """LangChain content parts of ctxcore blocks: OpenAI-form parts, a provider block as the dict it came as."""
+    if not any(type(b) is ProviderBlock for b in blocks):
+        return content_to_openai(blocks)
+    return [dict(b.raw) if type(b) is ProviderBlock else content_to_openai((b,))[0] for b in blocks]
 
 
 def _call_from_langchain(call: Mapping[str, Any]) -> ToolCall:

@@ -8,7 +8,11 @@ groups the items into messages:
 
 - a run of assistant-side items (``reasoning``, assistant messages,
   ``function_call``, the self-contained hosted tool calls such as
-  ``web_search_call``) is one assistant message: its text, its tool calls;
+  ``web_search_call``, MCP items (``mcp_call``, ``mcp_list_tools``, an
+  approval request and the response that follows it) and ``compaction``) is
+  one assistant message: its text, its tool calls, and each hosted, MCP or
+  compaction item as a :class:`ctxcore.ProviderBlock` in its place (counted by
+  its JSON; a compaction item is where ctxcore's builds start);
 - each ``function_call_output`` is one ``tool`` message (untrusted);
 - each user message is one ``user`` message. A ``system`` or ``developer``
   message found in the input is history, not the developer's instructions: it
@@ -21,8 +25,8 @@ exactly the items when the message still reads as those items convert
 (reasoning items, ids, statuses, annotations included), and renders a message a
 filter changed (a truncated tool output, a summary) with
 :func:`ctxcore.to_openai_responses`. Reasoning and hosted-tool items travel
-with their assistant turn: kept or dropped with it. They are not text of the
-message; the filter counts what the model reads of reasoning items by the
+with their assistant turn: kept or dropped with it. Reasoning is not content of
+the message; the filter counts what the model reads of reasoning items by the
 provider's rule (:mod:`ctxcore_openai_agents.reasoning`).
 
 Messages are built without pydantic validation where this module has checked
@@ -37,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall, to_openai_responses
+from ctxcore import FileBlock, ImageBlock, Message, ProviderBlock, TextBlock, ToolCall, to_openai_responses
 from ctxcore_openai_agents.errors import UnsupportedItem
 
 __all__ = [
@@ -60,8 +64,10 @@ ITEMS_KEY = "openai_agents_items"
 #: ``Message.source`` of messages made from the SDK's input items.
 SOURCE = "openai-agents:input"
 
-# Output items of hosted tools that need no separate result item: they ride with their assistant turn.
-_HOSTED = frozenset({"web_search_call", "file_search_call", "image_generation_call", "code_interpreter_call"})
+# Items that need no separate result item: hosted tool calls, MCP items (an approval response joins the
+# request before it) and compaction. They ride with their assistant turn as provider blocks.
+_HOSTED = frozenset({"web_search_call", "file_search_call", "image_generation_call", "code_interpreter_call",
+                     "mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "compaction"})
 _ASSISTANT_TYPES = frozenset({"reasoning", "function_call"}) | _HOSTED
 _SUPPORTED = "message, function_call, function_call_output, reasoning, " + ", ".join(sorted(_HOSTED))
 
@@ -183,7 +189,7 @@ def reads_same(a: Message, b: Message) -> bool:
 
 
 def _assistant(group: Sequence[Mapping[str, Any]], start: int, validate: bool) -> Message:
-    texts: list[str] = []
+    parts: list[str | ProviderBlock] = []
     calls: list[ToolCall] = []
     for k, item in enumerate(group):
         kind = item.get("type")
@@ -191,9 +197,14 @@ def _assistant(group: Sequence[Mapping[str, Any]], start: int, validate: bool) -
             call_id, name = _text_field(item, "call_id", start + k), _text_field(item, "name", start + k)
             calls.append(_call(call_id, name, item.get("arguments") or "{}", validate))
         elif kind in (None, "message"):
-            texts.extend(assistant_texts(item.get("content"), start + k))
-    content: str | tuple[TextBlock, ...] | None
-    content = texts[0] if len(texts) == 1 else (tuple(TextBlock(text=t) for t in texts) if texts else None)
+            parts.extend(assistant_texts(item.get("content"), start + k))
+        elif kind in _HOSTED:
+            parts.append(_provider(item, start + k))
+    content: str | tuple[TextBlock | ProviderBlock, ...] | None
+    if len(parts) == 1 and isinstance(parts[0], str):
+        content = parts[0]
+    else:
+        content = tuple(TextBlock(text=p) if isinstance(p, str) else p for p in parts) or None
     return _message({"role": "assistant", "content": content, "tool_calls": tuple(calls), "trust": "untrusted",
                      "source": SOURCE, "metadata": {ITEMS_KEY: _copies(group, start)}},
                     not validate and _checked(content))
@@ -222,6 +233,14 @@ def _message(fields: dict[str, Any], checked: bool) -> Message:
     values = {**_DEFAULTS, **fields}
     values["id"] = _new_id()
     return Message.model_construct(set(fields), **values)
+
+
+def _provider(item: Mapping[str, Any], index: int) -> ProviderBlock:
+    """A hosted, MCP or compaction item as the provider block it is re-sent as (a JSON copy of it)."""
+    try:
+        return ProviderBlock(api="openai-responses", raw=json_copy(item))
+    except (TypeError, ValueError) as exc:
+        raise UnsupportedItem(f"a {item.get('type')} item is not JSON ({exc})", index=index) from exc
 
 
 def _checked(content: Any) -> bool:

@@ -62,8 +62,13 @@ reasoning = st.builds(
     lambda i, t, enc: {"type": "reasoning", "id": f"rs_{i}", "summary": [{"type": "summary_text", "text": t}],
                        **({"encrypted_content": enc} if enc else {})},
     ident, text, st.one_of(st.none(), ident))
-hosted = st.builds(lambda i: {"type": "web_search_call", "id": f"ws_{i}", "status": "completed",
-                              "action": {"type": "search", "query": i}}, ident)
+hosted = st.one_of(
+    st.builds(lambda i: {"type": "web_search_call", "id": f"ws_{i}", "status": "completed",
+                         "action": {"type": "search", "query": i}}, ident),
+    st.builds(lambda i, out: {"type": "mcp_call", "id": f"mcp_{i}", "server_label": "wiki", "name": "lookup",
+                              "arguments": "{}", "output": out}, ident, text),
+    st.builds(lambda i: {"type": "compaction", "id": f"cmp_{i}", "encrypted_content": f"enc{i}"}, ident),
+)
 any_item = st.one_of(user_item, output_message, function_call, function_output, reasoning, hosted)
 
 

@@ -29,8 +29,11 @@ call's results right after it. The mapping (docs/integrations.md#pydantic-ai):
   ``ThinkingPart``\\ s are text blocks of the content too, in the inline form
   pydantic-ai's OpenAI chat model sends back (``<think>`` tags), so they are
   counted and budgeted (``thinking=False``: carried, not counted, for a model
-  that does not send them back); native (server-side) tool calls and returns,
-  files and speech ride along without being counted.
+  that does not send them back); native (server-side) tool calls and returns
+  and compaction parts are text blocks of their JSON in their place (see
+  :func:`native_text`), so a web search result or a compaction summary is
+  counted and budgeted; on the way back they are the original parts, never
+  text. Files and speech ride along without being counted.
 
 Every converted message carries a :class:`PydanticAIOrigin` in
 ``metadata["pydantic_ai"]``: the original ``ModelMessage``, the part and its
@@ -54,6 +57,7 @@ from pydantic_ai.messages import (
     BaseToolCallPart,
     BaseToolReturnPart,
     BinaryContent,
+    CompactionPart,
     ImageUrl,
     ModelMessage,
     ModelRequest,
@@ -72,8 +76,8 @@ from pydantic_ai.messages import (
 
 from ctxcore import FileBlock, ImageBlock, Message, TextBlock, ToolCall
 
-__all__ = ["METADATA_KEY", "PydanticAIOrigin", "convert_model_message", "from_pydantic_ai", "thinking_text", "to_pydantic_ai",
-           "unchanged"]
+__all__ = ["METADATA_KEY", "PydanticAIOrigin", "convert_model_message", "from_pydantic_ai", "native_text", "thinking_text",
+           "to_pydantic_ai", "unchanged"]
 
 #: the metadata key of a converted message's :class:`PydanticAIOrigin`.
 METADATA_KEY = "pydantic_ai"
@@ -188,9 +192,43 @@ def thinking_text(part: ThinkingPart) -> str:
     return f"<think>\n{part.content}\n</think>"
 
 
+_NATIVE = (NativeToolCallPart, NativeToolReturnPart, CompactionPart)
+
+
+def native_text(part: NativeToolCallPart | NativeToolReturnPart | CompactionPart) -> str:
+    """A native tool call or return, or a compaction, as it is counted: the compact JSON of what goes on the wire.
+
+    The provider's model class turns the part into its own block or item (a
+    ``server_tool_use``, a ``web_search_call``, a ``compaction``...): the tool
+    name, call id, arguments or content, and the ``provider_details`` it sends
+    back (signatures, encrypted content). Values that are not JSON (a date in a
+    result) count as their text.
+    """
+    if isinstance(part, CompactionPart):
+        wire: dict[str, Any] = {"type": "compaction", "id": part.id, "content": part.content}
+    elif isinstance(part, NativeToolCallPart):
+        wire = {"type": "native_tool_call", "id": part.tool_call_id, "name": part.tool_name, "input": part.args}
+    else:
+        wire = {"type": "native_tool_return", "tool_use_id": part.tool_call_id, "name": part.tool_name,
+                "content": part.content}
+    wire.update(part.provider_details or {})
+    return json.dumps({k: v for k, v in wire.items() if v is not None}, ensure_ascii=False, separators=(",", ":"),
+                      default=str)
+
+
+def _counted_text(part: Any, thinking: bool) -> str | None:
+    """The text a response part is counted by, or ``None`` when it is not counted."""
+    if isinstance(part, TextPart):
+        return part.content
+    if isinstance(part, ThinkingPart):
+        return thinking_text(part) if thinking and part.content else None
+    if isinstance(part, _NATIVE):
+        return native_text(part)
+    return None
+
+
 def _response_fields(response: ModelResponse, thinking: bool = True) -> dict[str, Any]:
-    texts = [thinking_text(p) if isinstance(p, ThinkingPart) else p.content for p in response.parts
-             if isinstance(p, TextPart) or (thinking and isinstance(p, ThinkingPart) and p.content)]
+    texts = [t for t in (_counted_text(p, thinking) for p in response.parts) if t is not None]
     calls = tuple(
         ToolCall(id=p.tool_call_id, name=p.tool_name, arguments=p.args_as_json_str())
         for p in response.parts
@@ -316,7 +354,10 @@ def _new_response(message: Message, origin: PydanticAIOrigin | None) -> ModelRes
     thoughts = {thinking_text(p) for p in old.parts if isinstance(p, ThinkingPart)}
     counted = thoughts.intersection(_texts(origin.view[1]))
     kept = thoughts.intersection(texts)
-    texts = [t for t in texts if t not in thoughts]
+    # native tool parts and compactions stay as they were (a call without its return would be refused);
+    # their counted text is never sent as the answer's
+    natives = {native_text(p) for p in old.parts if isinstance(p, _NATIVE)}
+    texts = [t for t in texts if t not in thoughts and t not in natives]
     old_calls = {p.tool_call_id: p for p in old.parts if isinstance(p, BaseToolCallPart) and not isinstance(p, NativeToolCallPart)}
     new_parts: list[Any] = []
     for part in old.parts:
