@@ -7,6 +7,7 @@ import math
 import pytest
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import Recall, RecallIndex, TokenBudget
+from ctxcore_filters.recall import MISS_RUN, RecallConfig
 from ctxcore_filters.recall_index import terms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -86,6 +87,44 @@ class TestRecall:
         block = next(m for m in built.messages if m.source == "recall")
         assert built.report.total_tokens <= 400
         assert counter.count_text(block.text) <= 0.2 * 400
+
+    def test_the_oldest_window_units_a_full_block_displaces_are_candidates(self) -> None:
+        """A fact kept at the window's old end, which the block's room would push out, comes back in the block, once."""
+        history = _history(60, fact_at=-1)
+        plain = ContextBuilder([_Given()], [TokenBudget()], ApproximateCounter(), budget=ModelBudget(400))
+        question = human("Where did my sister Clara move to?")
+        window = plain.build({"messages": [system("Be brief."), *history, question]}).messages
+        oldest = next(k for k, m in enumerate(history) if m.id == window[1].id)  # the first kept history message
+        history[oldest] = human("My sister Clara moved to Lisbon last spring.")
+        built = _builder(400, budget_share=0.3).build({"messages": [system("Be brief."), *history, question]})
+        block = next(m for m in built.messages if m.source == "recall")
+        assert "Lisbon" in block.text
+        assert sum("Lisbon" in m.text for m in built.messages) == 1  # sent once: in the block, not in the window too
+        assert built.report.total_tokens <= 400
+
+    def test_max_units_defaults_to_no_cap(self) -> None:
+        """Without ``max_units`` the share is the only limit: every matching evicted unit that fits comes back."""
+        assert RecallConfig().max_units is None
+        history = [human(f"note {i}: the boiler code is {i}") if i % 10 == 0 else human(f"turn {i}: {FILLER}")
+                   for i in range(80)]
+        history = [m for h in history for m in (h, ai("Noted."))]
+        built = _builder(900, budget_share=0.4).build({"messages": [system("Be brief."), *history, human("boiler code?")]})
+        meta = next(m for m in built.messages if m.source == "recall").metadata["recall"]
+        assert len(meta) > 6
+
+    def test_the_scan_stops_after_a_run_of_units_too_big_for_the_share(self) -> None:
+        """When no ranked unit fits the room left, the scan reads ``MISS_RUN`` units and stops."""
+        big = [human("boiler " + FILLER * 20) for _ in range(40)]
+        index = RecallIndex()
+        index.sync(big)
+        reads: list[int] = []
+
+        def read(a: int, b: int) -> list[Message]:
+            reads.append(a)
+            return big[a:b]
+
+        chosen = Recall().recall(index, len(big), "boiler", 50, ApproximateCounter(), read)
+        assert chosen == [] and len(reads) == MISS_RUN
 
     def test_nothing_evicted_nothing_recalled(self) -> None:
         """A history that fits is sent as it is: recall adds nothing."""
@@ -284,7 +323,7 @@ class TestProperties:
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
         st.integers(120, 900),
         st.floats(0.05, 0.5),
-        st.integers(1, 4),
+        st.one_of(st.none(), st.integers(1, 4)),
     )
     def test_recalled_units_are_legal_within_the_share_never_duplicates_quoted_untrusted(
         self, turns, question, budget, share, max_units,
@@ -309,16 +348,19 @@ class TestProperties:
             return
         assert built.report.total_tokens <= budget
         check_tool_pairing(built.messages)
+        order = {m.id: k for k, m in enumerate(messages)}
+        sent = [order[m.id] for m in built.messages if m.source != "recall"]
+        assert sent == sorted(sent)  # the window keeps the conversation's order
         blocks = [m for m in built.messages if m.source == "recall"]
         assert len(blocks) <= 1
         for block in blocks:
             assert block.role == "user" and block.trust == "untrusted" and not has_marker(block.text)
             assert counter.count_text(block.text) <= share * budget
             meta = block.metadata["recall"]
-            assert len(meta) <= max_units
+            assert max_units is None or len(meta) <= max_units
             window_ids = {m.id for m in built.messages}
             recalled = [i for u in meta for i in u["ids"]]
-            assert not window_ids & set(recalled)
+            assert not window_ids & set(recalled) and len(recalled) == len(set(recalled))
             positions = [u["message"] for u in meta]
             assert positions == sorted(positions)
             by_id = {m.id: k for k, m in enumerate(messages)}
