@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ctxcore import FilterContext, Message, group_units, human
-from ctxcore.kit import CLOSE_MARKER, OPEN_MARKER, neutralize_markers, structure_of
+from ctxcore.kit import CLOSE_MARKER, OPEN_MARKER, RETRIEVE_TOOL_NAME, neutralize_markers, span_handle, structure_of
 from ctxcore_filters.recall_index import Embedder, RecallIndex, message_text
 
 __all__ = ["Recall", "RecallConfig", "RecalledUnit"]
@@ -64,6 +64,10 @@ class RecallConfig(BaseModel):
         json_schema_extra={"type": ["string", "null"]},
     )
     max_threads: int = Field(default=8, ge=1, description="Conversations whose index is kept between builds (least recently used first out).")
+    evicted_note: bool = Field(
+        default=False,
+        description="End the block with a note naming the left-out messages by a handle the context_retrieve tool reads.",
+    )
 
     @field_validator("embedder")
     @classmethod
@@ -134,10 +138,14 @@ class Recall:
         share = int(budget * self.config.budget_share)
         cut = room.displaced(room.total + share - budget)  # the window's oldest units a full block takes the room of
         before = index.first_of(m.id for m in window[cut:])
-        chosen = self.recall(index, before, _strip_runtime(window[current].text), share, ctx.counter, read)
-        if not chosen:
+        note = _span_note(index, before, str(ctx.runtime.get("thread_id") or "")) if self.config.evicted_note else None
+        left = share - (ctx.counter.count_text(note) if note else 0)
+        if left < 0:  # a share too small for the note: recall only
+            note, left = None, share
+        chosen = self.recall(index, before, _strip_runtime(window[current].text), left, ctx.counter, read)
+        if not chosen and note is None:
             return window
-        return self._place(room, chosen, budget, ctx)
+        return self._place(room, chosen, note, budget, ctx)
 
     def _index_for(self, items: Sequence[Any]) -> RecallIndex:
         """The index of this conversation (keyed by its first message's id), least recently used dropped past ``max_threads``."""
@@ -187,7 +195,7 @@ class Recall:
             chosen.append(RecalledUnit(unit, start + 1, scored.score, scored.why(), tokens, quote))
         return sorted(chosen, key=lambda u: u.position)
 
-    def _place(self, room: _Room, chosen: list[RecalledUnit], budget: int, ctx: FilterContext) -> list[Message]:
+    def _place(self, room: _Room, chosen: list[RecalledUnit], note: str | None, budget: int, ctx: FilterContext) -> list[Message]:
         """Insert the block before the current user turn; drop the oldest window units until the request fits.
 
         A unit recalled from the window's old end is dropped from the window
@@ -197,7 +205,7 @@ class Recall:
         window, count = room.window, room.count
         recalled = {m.id for u in chosen for m in u.messages}
         must = max((k for k, (a, b) in enumerate(room.units) if any(m.id in recalled for m in window[a:b])), default=-1)
-        block = _block(chosen, ctx.step_id)
+        block = _block(chosen, ctx.step_id, note)
         total = room.total + count(block)
         dropped = 0
         for k, (a, b) in enumerate(room.units):
@@ -209,12 +217,12 @@ class Recall:
             weakest = min(chosen, key=lambda u: (u.messages[0].id in room.ids, u.score, -u.position))
             chosen = [u for u in chosen if u is not weakest]
             total -= count(block)
-            block = _block(chosen, ctx.step_id)
-            total += count(block) if chosen else 0
-        if not chosen:
+            block = _block(chosen, ctx.step_id, note)
+            total += count(block)
+        if total > budget or (not chosen and note is None):
             return window
         if ctx.report is not None:
-            ctx.report.notes.append(_note(ctx.step_id, chosen))
+            ctx.report.notes.append(_note(ctx.step_id, chosen, note))
         first = room.units[0][0] if dropped else 0
         last = room.units[dropped - 1][1] if dropped else 0
         kept = window[:first] + window[last:]
@@ -342,17 +350,28 @@ def _quoted(unit: Sequence[Message], position: int, counter: Any) -> tuple[str, 
     return quote, counter.count_text(quote)
 
 
-def _block(chosen: Sequence[RecalledUnit], source: str) -> Message:
-    text = "\n".join([HEADING, *(u.quote for u in chosen)])
+def _block(chosen: Sequence[RecalledUnit], source: str, note: str | None = None) -> Message:
+    lines = [HEADING, *(u.quote for u in chosen)] if chosen else []
+    text = "\n".join([*lines, *([note] if note else [])])
     meta = [{"message": u.position, "ids": [m.id for m in u.messages], "score": round(u.score, 4), "why": u.why}
             for u in chosen]
     return human(text, trust="untrusted", zone="dynamic", source=source, metadata={"recall": meta})
 
 
-def _note(step_id: str, chosen: Sequence[RecalledUnit]) -> str:
+def _span_note(index: RecallIndex, before: int, thread_id: str) -> str | None:
+    """The note naming the messages older than document ``before`` by a span handle (``None`` when there are none)."""
+    if before <= 0:
+        return None
+    handle = span_handle(thread_id, index.ids[0], index.ids[before - 1])
+    return (f"[Messages 1-{before} of this conversation are left out of this request (any quoted above excepted): "
+            f"call {RETRIEVE_TOOL_NAME} with handle \"{handle}\" (and offset) to read them.]")
+
+
+def _note(step_id: str, chosen: Sequence[RecalledUnit], note: str | None = None) -> str:
     parts = [f"message {u.position} ({u.messages[0].role} {u.messages[0].text[:40]!r}, score {u.score:.2f}: {u.why})"
              for u in chosen]
-    return f"{step_id} brought back {len(chosen)} evicted unit(s), {sum(u.tokens for u in chosen)} tokens: " + "; ".join(parts)
+    text = f"{step_id} brought back {len(chosen)} evicted unit(s), {sum(u.tokens for u in chosen)} tokens: " + "; ".join(parts)
+    return text + ("; left-out messages named by a span handle" if note else "")
 
 
 def _load_embedder(spec: Any) -> Embedder | None:

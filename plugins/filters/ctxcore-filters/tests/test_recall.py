@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from ctxcore_counters import ApproximateCounter
@@ -25,7 +26,7 @@ from ctxcore import (
     system,
     tool,
 )
-from ctxcore.kit import has_marker
+from ctxcore.kit import has_marker, resolve_handle
 
 FILLER = "we talked about cooking pasta with garlic and basil in the oven tonight"
 WORDS = ("lisbon", "garlic", "pasta", "dentist", "okafor", "boiler", "plumber", "tallinn", "cat", "mochi", "oven", "tea")
@@ -208,6 +209,31 @@ checkpointer: {{type: sqlite, path: {tmp_path / 'threads.db'}}}
         block = next(m for m in built.messages if m.source == "recall")
         assert "Lisbon" in block.text and built.report.total_tokens <= 500
 
+    def test_an_evicted_note_names_what_was_left_out_by_a_handle_the_thread_resolves(self) -> None:
+        """With ``evicted_note``, the block ends with a span handle; the thread resolves it to the left-out messages."""
+        pipe = Pipeline.from_string("""
+version: 1
+model: {context_window: 500, reserve_output_tokens: 0}
+counter: {type: approximate}
+providers: [{type: static_prompt, text: Be brief.}, history]
+filters: [token_budget, {type: recall, evicted_note: true}]
+""")
+        thread = pipe.thread("t-span")
+        for m in _history():
+            thread.add_user(m.text) if m.role == "user" else thread.add_response({"role": "assistant", "content": m.text})
+        thread.add_user("Where did my sister Clara move to?")
+        built = thread.build()
+        block = next(m for m in built.messages if m.source == "recall")
+        handle = re.search(r'handle "(ctx-span-[0-9a-f-]+)"', block.text).group(1)
+        text = thread.resolve(handle)
+        assert text.startswith("user: turn 0: ") and "user: My sister Clara moved to Lisbon" in text
+        oldest_kept = next(m for m in built.messages if m.role != "system")
+        assert oldest_kept.text not in text  # the span ends before the window
+        assert thread.context_retrieve({"handle": handle, "max_chars": 40}).startswith("user: turn 0: ")
+        with pytest.raises(KeyError):
+            pipe.thread("another").resolve(handle)
+        assert built.report.total_tokens <= 500
+
     def test_an_embedder_can_rank_a_paraphrase_bm25_misses(self) -> None:
         """With a (deterministic stub) embedder, hybrid ranking recalls a fact that shares no word with the question."""
 
@@ -324,9 +350,10 @@ class TestProperties:
         st.integers(120, 900),
         st.floats(0.05, 0.5),
         st.one_of(st.none(), st.integers(1, 4)),
+        st.booleans(),
     )
     def test_recalled_units_are_legal_within_the_share_never_duplicates_quoted_untrusted(
-        self, turns, question, budget, share, max_units,
+        self, turns, question, budget, share, max_units, evicted_note,
     ) -> None:
         """Whatever the history, budget and share: pairs whole, within budget and share, no duplicate, untrusted user text."""
         messages: list[Message] = [system("Be brief.")]
@@ -339,7 +366,7 @@ class TestProperties:
                 messages.append(human(text) if kind == "user" else ai(text))
         messages.append(human(" ".join(question)))
         counter = ApproximateCounter()
-        builder = ContextBuilder([_Given()], [TokenBudget(), Recall(budget_share=share, max_units=max_units)],
+        builder = ContextBuilder([_Given()], [TokenBudget(), Recall(budget_share=share, max_units=max_units, evicted_note=evicted_note)],
                                  counter, budget=ModelBudget(budget))
         try:
             built = builder.build({"messages": messages})
@@ -363,6 +390,8 @@ class TestProperties:
             assert not window_ids & set(recalled) and len(recalled) == len(set(recalled))
             positions = [u["message"] for u in meta]
             assert positions == sorted(positions)
+            for handle in re.findall(r'handle "(ctx-span-[0-9a-f-]+)"', block.text):  # resolves to the oldest messages
+                assert resolve_handle(messages, handle).startswith(f"{messages[1].role}: ")
             by_id = {m.id: k for k, m in enumerate(messages)}
             for u in meta:  # a unit is whole: a call with all its results
                 idx = [by_id[i] for i in u["ids"]]
