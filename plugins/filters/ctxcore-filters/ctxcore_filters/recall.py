@@ -28,6 +28,7 @@ was recalled, its score and why (a note per build, and the block's metadata).
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -186,8 +187,8 @@ class Recall:
                 end += 1
             if end > before or any(d in blocked for d in range(start, end)):
                 continue  # part of the unit is kept in the window: never half a unit, never a duplicate
-            unit = tuple(read(start, end))
-            quote, tokens = index.quotes.get(start) or index.quotes.setdefault(start, _quoted(unit, start + 1, counter))
+            quote, tokens, unit = index.quotes.get(start) or index.quotes.setdefault(
+                start, _quoted(tuple(read(start, end)), start + 1, counter))
             if used + tokens > share:
                 misses += 1
                 continue
@@ -204,7 +205,8 @@ class Recall:
         """
         window, count = room.window, room.count
         recalled = {m.id for u in chosen for m in u.messages}
-        must = max((k for k, (a, b) in enumerate(room.units) if any(m.id in recalled for m in window[a:b])), default=-1)
+        must = max((k for k, (a, b) in enumerate(room.units) if b <= room.cut and any(m.id in recalled for m in window[a:b])),
+                   default=-1)  # only the displaced units can have been recalled
         block = _block(chosen, ctx.step_id, note)
         total = room.total + count(block)
         dropped = 0
@@ -280,7 +282,12 @@ class _Room:
             if b > current or any(m.zone == "protected" for m in window[a:b]):
                 break
             self.units.append((a, b))
-        self.ids = {m.id for m in window}
+        self.cut = 0  # set by displaced()
+
+    @functools.cached_property
+    def ids(self) -> set[str]:
+        """The window's message ids (read only when the block must shrink: a stand-in's id may cost a hash)."""
+        return {m.id for m in self.window}
 
     def displaced(self, needed: int) -> int:
         """Where the window is cut when its oldest units free ``needed`` tokens (0: nothing needs to go)."""
@@ -290,6 +297,7 @@ class _Room:
                 break
             freed += sum(map(self.count, self.window[a:b]))
             cut = b
+        self.cut = cut
         return cut
 
 
@@ -345,9 +353,9 @@ def _quote(unit: Sequence[Message], position: int) -> str:
     return "\n".join(lines)
 
 
-def _quoted(unit: Sequence[Message], position: int, counter: Any) -> tuple[str, int]:
+def _quoted(unit: tuple[Message, ...], position: int, counter: Any) -> tuple[str, int, tuple[Message, ...]]:
     quote = _quote(unit, position)
-    return quote, counter.count_text(quote)
+    return quote, counter.count_text(quote), unit
 
 
 def _block(chosen: Sequence[RecalledUnit], source: str, note: str | None = None) -> Message:

@@ -99,7 +99,8 @@ class RecallIndex:
         self.units: list[int] = []
         self.ids: list[str] = []  # per document, read from its message (a stand-in's id may cost a hash)
         self.recallable: list[bool] = []  # not a system message, not protected (those are always sent)
-        self.quotes: dict[int, tuple[str, int]] = {}  # unit start -> (quoted text, tokens), filled by the caller
+        # unit start -> (quoted text, tokens, its messages), filled by the caller: a unit is read and quoted once
+        self.quotes: dict[int, tuple[str, int, tuple[Message, ...]]] = {}
         self.docs: dict[str, int] = {}  # message id -> its (last) document
         self.blocked: set[int] = set()  # documents never recalled: system or protected messages
         self.tfs: list[Counter[str]] = []
