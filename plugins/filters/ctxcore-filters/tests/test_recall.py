@@ -344,7 +344,7 @@ class TestProperties:
 
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(
-        st.lists(st.tuples(st.sampled_from(["user", "assistant", "tools"]), st.lists(st.sampled_from(WORDS), max_size=8)),
+        st.lists(st.tuples(st.sampled_from(["user", "assistant", "tools", "protected"]), st.lists(st.sampled_from(WORDS), max_size=8)),
                  min_size=2, max_size=40),
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
         st.integers(120, 900),
@@ -362,6 +362,8 @@ class TestProperties:
             if kind == "tools":
                 cid = f"c{k}"
                 messages += [ai(tool_calls=[{"id": cid, "name": "look", "arguments": "{}"}]), tool(text, tool_call_id=cid)]
+            elif kind == "protected":  # a pinned note: never recalled, never dropped to make room
+                messages.append(human(text, zone="protected"))
             else:
                 messages.append(human(text) if kind == "user" else ai(text))
         messages.append(human(" ".join(question)))
@@ -386,6 +388,7 @@ class TestProperties:
             meta = block.metadata["recall"]
             assert max_units is None or len(meta) <= max_units
             window_ids = {m.id for m in built.messages}
+            assert {m.id for m in messages if m.zone == "protected"} <= window_ids
             recalled = [i for u in meta for i in u["ids"]]
             assert not window_ids & set(recalled) and len(recalled) == len(set(recalled))
             positions = [u["message"] for u in meta]
