@@ -9,7 +9,10 @@ the turns, and the final user turn asks a question that needs it. Every fact
 has two questions written as a person would ask them: a *lexical* one that
 reuses the fact's words, and a *paraphrased* one that asks for the same thing
 in other words. Filler turns mention the same people and things in other
-contexts (distractors). Seeded: the same ``--seed`` gives the same cases.
+contexts (distractors). Three agent tool rounds per case (a request, a tool
+call, a result of 4,500 to 9,000 tokens of topic text, a short answer) sit at
+uniform places: they never hold the answer, but a result can take most of a
+small window. Seeded: the same ``--seed`` gives the same cases.
 
 A case is retained when the request sent to the model holds the fact's value
 (the answer) anywhere in its text. Rows:
@@ -19,13 +22,17 @@ A case is retained when the request sent to the model holds the fact's value
   ``bench/langchain_side.py`` (memoised per message: the same counts, faster);
 - ctxcore ``history`` + ``token_budget`` (what a thread does without recall);
 - ctxcore with ``recall`` after the budget (defaults: ``budget_share: 0.15``,
-  ``max_units: 6``; BM25 only, no embeddings).
+  no ``max_units`` cap; BM25 only, no embeddings);
+- the same with ``offload`` before the budget (defaults) and recall's
+  ``evicted_note``: a big tool result becomes a preview plus a handle, so it
+  no longer takes the window, and the left-out span is named by a handle.
 
 Columns: 4k / 8k / 32k input budgets, lexical and paraphrased questions
 apart, and the mean tokens of a request. The next-turn table times one build
 after appending a turn to a history of 2,000 and 20,000 messages, with and
-without recall, in one process (CPU time, the median of several next turns):
-compare the ratio, not the numbers across runs.
+without recall, and LangChain's ``trim_messages`` over the same history with
+its counts memoised per message, in one process (CPU time, the median of
+several next turns): compare the ratios, not the numbers across runs.
 """
 
 from __future__ import annotations
@@ -129,11 +136,16 @@ ASSISTANT_SENTENCES = (
 )
 
 
+TOOL_ROUNDS = 3
+TOOL_TOKENS = (4_500, 9_000)
+TOOLS = ("read_notes", "search_documents", "fetch_page", "read_file")
+
+
 @dataclass(frozen=True)
 class Case:
     """One history (OpenAI dicts, ending with the question), the answer, and the question kind."""
 
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     answer: str
     kind: str  # "lexical" | "paraphrased"
     evidence_at: int
@@ -148,21 +160,49 @@ def _filler_turn(rng: random.Random) -> list[dict[str, str]]:
     return [{"role": "user", "content": user}, {"role": "assistant", "content": " ".join(sentences)}]
 
 
+def _tool_round(rng: random.Random, call_id: str, tokens: int) -> list[dict[str, Any]]:
+    """An agent tool round: a request, a call, a result of about ``tokens`` tokens of topic text, and a short answer."""
+    _, words = rng.choice(TOPICS)
+    a, b, c = rng.sample(words, 3)
+    p = rng.choice(PEOPLE)
+    name = rng.choice(TOOLS)
+    lines, size = [], 0
+    while size < 4 * tokens:  # about four characters per token of this English text
+        line = rng.choice(ASSISTANT_SENTENCES).format(a=rng.choice(words), b=rng.choice(words), c=rng.choice(words), p=p)
+        lines.append(line)
+        size += len(line) + 1
+    return [
+        {"role": "user", "content": f"Please look up what my notes say about {a} and {b}."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps({"query": f"{a} {b}"})}}]},
+        {"role": "tool", "tool_call_id": call_id, "content": "\n".join(lines)},
+        {"role": "assistant", "content": f"Your notes mostly cover {a}, {b} and {c}; {rng.choice(ASSISTANT_SENTENCES).format(a=a, b=b, c=c, p=p)}"},
+    ]
+
+
 def make_case(rng: random.Random, kind: str, target_tokens: int = TARGET_TOKENS, tokens_per_turn: int = 95) -> Case:
-    """A case of about ``target_tokens`` tokens: filler turns with the evidence turn uniform in the first 90%."""
-    turns = max(4, target_tokens // tokens_per_turn)
+    """A case of about ``target_tokens`` tokens: filler turns and tool rounds, the evidence turn uniform in the first 90%.
+
+    ``TOOL_ROUNDS`` agent tool rounds (each result ``TOOL_TOKENS`` tokens) sit
+    at uniform places among the filler turns; they never hold the answer.
+    """
+    sizes = [rng.randint(*TOOL_TOKENS) for _ in range(TOOL_ROUNDS)] if target_tokens >= 4 * TOOL_TOKENS[1] else []
+    turns = max(4, (target_tokens - sum(sizes)) // tokens_per_turn)
     template, pool, lexical, paraphrased = rng.choice(FACTS)
     value = rng.choice(pool)
     at = rng.randrange(0, max(1, int(turns * 0.9)))
-    messages: list[dict[str, str]] = []
+    rounds = dict(zip(rng.sample([t for t in range(turns) if t != at], len(sizes)), sizes, strict=True))
+    messages: list[dict[str, Any]] = []
     for t in range(turns):
         if t == at:
             messages.append({"role": "user", "content": template.format(v=value) + " Just so you know."})
             messages.append({"role": "assistant", "content": "Thanks, I will keep that in mind."})
+        elif t in rounds:
+            messages.extend(_tool_round(rng, f"call_{t}", rounds[t]))
         else:
             messages.extend(_filler_turn(rng))
     messages.append({"role": "user", "content": lexical if kind == "lexical" else paraphrased})
-    return Case(messages, value, kind, 2 * at)
+    return Case(messages, value, kind, next(i for i, m in enumerate(messages) if value in (m["content"] or "")))
 
 
 def make_cases(n: int, seed: int, target_tokens: int = TARGET_TOKENS) -> list[Case]:
@@ -172,8 +212,8 @@ def make_cases(n: int, seed: int, target_tokens: int = TARGET_TOKENS) -> list[Ca
 
 
 # ---------------------------------------------------------------------------- systems
-def ctxcore_pipeline(budget: int, recall: bool, encoding: str = "cl100k_base") -> Any:
-    """The ctxcore pipeline measured: a system prompt, the history, token_budget (and recall after it)."""
+def ctxcore_pipeline(budget: int, recall: bool, encoding: str = "cl100k_base", offload: bool = False) -> Any:
+    """The ctxcore pipeline measured: a system prompt, the history, token_budget (recall after it, offload before it)."""
     import ctxcore_counters.plugin
     import ctxcore_filters.plugin
     import ctxcore_providers.plugin
@@ -186,7 +226,9 @@ def ctxcore_pipeline(budget: int, recall: bool, encoding: str = "cl100k_base") -
         ("ctxcore-filters", ctxcore_filters.plugin),
         ("ctxcore-counters", ctxcore_counters.plugin),
     )
-    filters = "[token_budget, recall]" if recall else "[token_budget]"
+    # with offload, recall also names what it leaves out by a span handle: the whole of "offload instead of delete"
+    after = ["{type: recall, evicted_note: true}" if offload else "recall"] if recall else []
+    filters = "[" + ", ".join([*(["offload"] if offload else []), "token_budget", *after]) + "]"
     return Pipeline.from_string(host=host, file="<bench/retention.py>", text=f"""
 version: 1
 model: {{context_window: {budget}, reserve_output_tokens: 0}}
@@ -198,9 +240,9 @@ filters: {filters}
 """)
 
 
-def ctxcore_system(budget: int, recall: bool) -> Callable[[Case], tuple[str, int]]:
+def ctxcore_system(budget: int, recall: bool, offload: bool = False) -> Callable[[Case], tuple[str, int]]:
     """Build a case with ctxcore; return the request text and its tokens."""
-    pipeline = ctxcore_pipeline(budget, recall)
+    pipeline = ctxcore_pipeline(budget, recall, offload=offload)
 
     def run(case: Case) -> tuple[str, int]:
         built = pipeline.build({"messages": case.messages})
@@ -234,6 +276,7 @@ SYSTEMS: dict[str, Callable[[int], Callable[[Case], tuple[str, int]]]] = {
     "LangChain trim_messages (last)": langchain_system,
     "ctxcore history + token_budget": lambda b: ctxcore_system(b, recall=False),
     "ctxcore + recall (BM25)": lambda b: ctxcore_system(b, recall=True),
+    "ctxcore + recall + offload": lambda b: ctxcore_system(b, recall=True, offload=True),
 }
 
 
@@ -259,31 +302,59 @@ def retention(cases: list[Case], budgets: tuple[int, ...]) -> dict[str, dict[str
 
 
 # ------------------------------------------------------------------------- next turn
-def next_turn_seconds(size: int, recall: bool, budget: int = 8_000, turns: int = 7) -> float:
-    """CPU seconds of a next-turn build (median of ``turns``) on a history of ``size`` messages."""
+def _next_turn_history(size: int) -> tuple[random.Random, list[dict[str, Any]]]:
     rng = random.Random(size)
-    pipeline = ctxcore_pipeline(budget, recall)
-    history: list[dict[str, str]] = []
+    history: list[dict[str, Any]] = []
     while len(history) < size:
         history.extend(_filler_turn(rng))
     history.append({"role": "user", "content": "What did we say about the garden shed?"})
+    return rng, history
+
+
+def _next_turn(rng: random.Random) -> list[dict[str, Any]]:
+    return [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": f"And the {rng.choice(TOPICS)[1][0]}?"}]
+
+
+def next_turn_seconds(size: int, recall: bool, budget: int = 8_000, turns: int = 7) -> float:
+    """CPU seconds of a next-turn build (median of ``turns``) on a history of ``size`` messages."""
+    rng, history = _next_turn_history(size)
+    pipeline = ctxcore_pipeline(budget, recall)
     pipeline.build({"messages": history})  # the first build: everything indexed and counted once
     times = []
     for _ in range(turns):
-        history[-1:] = [history[-1], {"role": "assistant", "content": "Noted."},
-                        {"role": "user", "content": f"And the {rng.choice(TOPICS)[1][0]}?"}]
+        history.extend(_next_turn(rng))
         started = time.process_time()
         pipeline.build({"messages": history})
         times.append(time.process_time() - started)
     return statistics.median(times)
 
 
+def langchain_next_turn_seconds(size: int, budget: int = 8_000, turns: int = 7) -> float:
+    """The same next turn with LangChain's ``trim_messages`` and a per-message memo of the exact counts."""
+    from langchain_core.messages import trim_messages
+    from langchain_side import MemoizedCl100kCounter, to_langchain
+
+    rng, history = _next_turn_history(size)
+    counter = MemoizedCl100kCounter(encoding())
+    messages = to_langchain(history, SYSTEM_PROMPT)
+    trim_messages(messages, max_tokens=budget, token_counter=counter, strategy="last", start_on="human", include_system=True)
+    times = []
+    for _ in range(turns):
+        messages.extend(to_langchain(_next_turn(rng)))  # converted once, when the turn arrives
+        started = time.process_time()
+        trim_messages(messages, max_tokens=budget, token_counter=counter, strategy="last", start_on="human",
+                      include_system=True)
+        times.append(time.process_time() - started)
+    return statistics.median(times)
+
+
 def next_turns(sizes: tuple[int, ...]) -> dict[str, dict[str, float]]:
-    """Next-turn build time with and without recall, and their ratio, per history size."""
+    """Next-turn build time with and without recall, their ratio, and LangChain's memoised trim, per history size."""
     out = {}
     for size in sizes:
         without, with_recall = next_turn_seconds(size, False), next_turn_seconds(size, True)
-        out[str(size)] = {"without": without, "with": with_recall, "ratio": with_recall / without if without else 0.0}
+        out[str(size)] = {"without": without, "with": with_recall, "ratio": with_recall / without if without else 0.0,
+                          "langchain": langchain_next_turn_seconds(size)}
     return out
 
 
@@ -298,8 +369,8 @@ def markdown(results: dict[str, Any]) -> str:
         cells = [f"{row[str(b)][k]:.2f}" for b in budgets for k in ("lexical", "paraphrased")]
         rows.append([name, *cells, *(f"{row[str(b)]['tokens']:,.0f}" for b in budgets)])
     all_rows = [[name, *(f"{row[str(b)]['all']:.2f}" for b in budgets)] for name, row in results["retention"].items()]
-    turn_rows = [[f"{int(size):,}", f"{v['without'] * 1000:.2f}", f"{v['with'] * 1000:.2f}", f"{v['ratio']:.2f}x"]
-                 for size, v in results["next_turn"].items()]
+    turn_rows = [[f"{int(size):,}", f"{v['without'] * 1000:.2f}", f"{v['with'] * 1000:.2f}", f"{v['ratio']:.2f}x",
+                  f"{v['langchain'] * 1000:.2f}"] for size, v in results["next_turn"].items()]
     return "\n\n".join([
         f"Measured by `{results['command']}`: {results['cases']} cases (seed {results['seed']}), "
         f"about {results['mean_tokens']:,.0f} tokens of history each.",
@@ -308,7 +379,8 @@ def markdown(results: dict[str, Any]) -> str:
         "All questions:",
         markdown_table(["system", *(f"{b // 1000}k" for b in budgets)], all_rows),
         "Next-turn build (CPU ms, median), 8k budget:",
-        markdown_table(["history messages", "without recall", "with recall", "ratio"], turn_rows),
+        markdown_table(["history messages", "without recall", "with recall", "ratio", "LangChain trim_messages (memo)"],
+                       turn_rows),
     ])
 
 
@@ -316,7 +388,7 @@ def run(n_cases: int, seed: int, budgets: tuple[int, ...], sizes: tuple[int, ...
     """Generate the cases, measure every system and the next turns; the results as a dict."""
     cases = make_cases(n_cases, seed, target_tokens)
     enc = encoding()
-    mean_tokens = statistics.mean(sum(len(enc.encode(m["content"])) for m in c.messages) for c in cases[:20])
+    mean_tokens = statistics.mean(sum(len(enc.encode(m["content"] or "")) for m in c.messages) for c in cases[:20])
     return {"command": command, "cases": n_cases, "seed": seed, "budgets": list(budgets), "mean_tokens": mean_tokens,
             "retention": retention(cases, budgets), "next_turn": next_turns(sizes)}
 

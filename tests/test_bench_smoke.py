@@ -227,6 +227,20 @@ def test_retention_bench_measures_every_row_and_writes_its_section(tmp_path: Pat
     assert "ctxcore + recall (BM25)" in text and "Next-turn build" in text and text.endswith("after\n")
 
 
+def test_retention_cases_hold_agent_tool_rounds_without_the_answer() -> None:
+    """A full-size case has three tool rounds of 4,500-9,000 tokens (about 4 characters each); none holds the answer."""
+    import random
+
+    import retention
+
+    case = retention.make_case(random.Random(3), "lexical")
+    results = [m for m in case.messages if m["role"] == "tool"]
+    assert len(results) == retention.TOOL_ROUNDS
+    assert all(4 * 4_500 <= len(m["content"]) <= 4 * 9_000 + 200 for m in results)
+    assert all(case.answer not in m["content"] for m in results)
+    assert case.answer in case.messages[case.evidence_at]["content"]
+
+
 def test_the_performance_page_stays_short_enough_to_read() -> None:
     """docs/performance.md is a page a user reads (what is fast, the guard, measuring, limits): at most 250 lines."""
     lines = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8").splitlines()

@@ -98,9 +98,11 @@ from ctxcore.kit.offload import (
     context_retrieve_tool,
     offload_handle,
     placeholder_text,
+    render_span,
     resolve_handle,
     retrieve_chunk,
     run_context_retrieve,
+    span_handle,
 )
 from ctxcore.kit.overflow import overflow_cause
 from ctxcore.kit.prompts import (
@@ -187,9 +189,11 @@ __all__ = [
     "context_retrieve_tool",
     "offload_handle",
     "placeholder_text",
+    "render_span",
     "resolve_handle",
     "retrieve_chunk",
     "run_context_retrieve",
+    "span_handle",
     "read_capped",
     "read_confined",
     "skeleton",

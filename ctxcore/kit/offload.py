@@ -15,7 +15,11 @@ message list. Invariants:
   options (no clock, no counter state), so every build of a thread sends the
   same bytes for it and the provider's cached prefix stays valid;
 - the preview is untrusted text: markers are neutralised and every line is
-  quoted, so it can never open or close a runtime-context block.
+  quoted, so it can never open or close a runtime-context block;
+- a span of evicted history (what ``recall`` did not bring back) has a handle
+  too (:func:`span_handle`): keyed digests of its first and last messages'
+  ids, resolved to :func:`render_span` of the messages between them, so the
+  model can read what the budget left out without anything being stored.
 
 Why here: the filter (a plugin) and the thread (the runtime layer) must agree
 on the handle and the retrieval format, and both may import the kit.
@@ -36,6 +40,8 @@ __all__ = [
     "RETRIEVE_TOOL_NAME",
     "DEFAULT_RETRIEVE_CHARS",
     "offload_handle",
+    "span_handle",
+    "render_span",
     "placeholder_text",
     "context_retrieve_tool",
     "resolve_handle",
@@ -51,8 +57,10 @@ RETRIEVE_TOOL_NAME = "context_retrieve"
 DEFAULT_RETRIEVE_CHARS = 12_000
 
 _HANDLE_PREFIX = "ctx-"
+_SPAN_PREFIX = "ctx-span-"
 _DESCRIPTION = (
-    "Read the full text of a tool result that was too big to show and was replaced by a preview and a handle. "
+    "Read the full text of a tool result that was too big to show and was replaced by a preview and a handle, "
+    "or of earlier messages of this conversation that were left out and named by a handle. "
     "Returns up to max_chars characters starting at offset; call again with the next offset for more."
 )
 _PARAMETERS: dict[str, Any] = {
@@ -77,6 +85,42 @@ def offload_handle(thread_id: str, message_id: str) -> str:
                              key=hashlib.blake2b(thread_id.encode("utf-8", "surrogatepass"), digest_size=32).digest(),
                              person=b"ctxcore-offload")
     return _HANDLE_PREFIX + digest.hexdigest()
+
+
+def _digest(thread_id: str, message_id: str, size: int, person: bytes) -> str:
+    key = hashlib.blake2b(thread_id.encode("utf-8", "surrogatepass"), digest_size=32).digest()
+    return hashlib.blake2b(message_id.encode("utf-8", "surrogatepass"), digest_size=size, key=key, person=person).hexdigest()
+
+
+def span_handle(thread_id: str, first_id: str, last_id: str) -> str:
+    """The handle of the messages from ``first_id`` to ``last_id`` (both included) of thread ``thread_id``.
+
+    ``ctx-span-`` and two keyed digests of 12 hex digits: like a tool result's
+    handle it names nothing in another thread and is the same on every build.
+    """
+    return f"{_SPAN_PREFIX}{_digest(thread_id, first_id, 6, b'ctxcore-span')}-{_digest(thread_id, last_id, 6, b'ctxcore-span')}"
+
+
+def render_span(messages: Sequence[Message]) -> str:
+    """The text a span handle resolves to: one ``role: text`` entry per message, tool calls as ``name(arguments)``."""
+    parts = []
+    for m in messages:
+        who = m.role if m.role != "tool" else f"tool result ({m.tool_call_id})"
+        calls = " ".join(f"{c.name}({c.arguments})" for c in m.tool_calls)
+        parts.append(f"{who}: {m.text}{' ' + calls if calls else ''}")
+    return "\n\n".join(parts)
+
+
+def _resolve_span(messages: Sequence[Message], handle: str, thread_id: str) -> str:
+    first, _, last = handle[len(_SPAN_PREFIX):].partition("-")
+    start = None
+    for i, m in enumerate(messages):
+        digest = _digest(thread_id, m.id, 6, b"ctxcore-span")
+        if start is None and digest == first:
+            start = i
+        if start is not None and digest == last:
+            return render_span(messages[start:i + 1])
+    raise KeyError(f"no span of this conversation has the handle {handle!r}")
 
 
 def _quoted_preview(text: str, chars: int) -> str:
@@ -116,12 +160,15 @@ def context_retrieve_tool(provider: str = "openai") -> dict[str, Any]:
 def resolve_handle(messages: Sequence[Message], handle: str, thread_id: str = "") -> str:
     """The exact text of the message of ``messages`` whose handle (in ``thread_id``) is ``handle``.
 
-    For a plain ``pipeline.build(state)`` the thread id is ``runtime["thread_id"]``
+    A span handle (:func:`span_handle`) gives :func:`render_span` of its
+    messages. For a plain ``pipeline.build(state)`` the thread id is ``runtime["thread_id"]``
     (``""`` when none was given). Only ``messages`` are searched.
 
     Raises:
-        KeyError: no message of ``messages`` has that handle.
+        KeyError: no message (or span) of ``messages`` has that handle.
     """
+    if isinstance(handle, str) and handle.startswith(_SPAN_PREFIX):
+        return _resolve_span(messages, handle, thread_id)
     if isinstance(handle, str) and handle.startswith(_HANDLE_PREFIX):
         for m in messages:
             if m.role == "tool" and offload_handle(thread_id, m.id) == handle:
@@ -174,6 +221,6 @@ def run_context_retrieve(messages: Sequence[Message], arguments: Mapping[str, An
     try:
         text = resolve_handle(messages, args["handle"], thread_id)
     except KeyError:
-        return f"error: no tool result of this conversation has the handle {args['handle']!r}"
+        return f"error: no tool result (or span) of this conversation has the handle {args['handle']!r}"
     want = min(int(args.get("max_chars") or max_chars), max_chars)
     return retrieve_chunk(text, int(args.get("offset") or 0), want)

@@ -17,7 +17,8 @@ import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
 from operator import is_
 from typing import Any, Protocol, runtime_checkable
 
@@ -98,7 +99,8 @@ class RecallIndex:
         self.units: list[int] = []
         self.ids: list[str] = []  # per document, read from its message (a stand-in's id may cost a hash)
         self.recallable: list[bool] = []  # not a system message, not protected (those are always sent)
-        self.quotes: dict[int, tuple[str, int]] = {}  # unit start -> (quoted text, tokens), filled by the caller
+        # unit start -> (quoted text, tokens, its messages), filled by the caller: a unit is read and quoted once
+        self.quotes: dict[int, tuple[str, int, tuple[Message, ...]]] = {}
         self.docs: dict[str, int] = {}  # message id -> its (last) document
         self.blocked: set[int] = set()  # documents never recalled: system or protected messages
         self.tfs: list[Counter[str]] = []
@@ -170,26 +172,35 @@ class RecallIndex:
         docs = self.docs
         return min((docs[i] for i in ids if i in docs), default=len(self.items))
 
-    def rank(self, query: str, before: int, limit: int = 50) -> list[Scored]:
-        """The ``limit`` best recallable documents below ``before`` sharing a term with ``query`` (hybrid: any), best first.
+    def rank(self, query: str, before: int, limit: int | None = None) -> list[Scored]:
+        """The ``limit`` (default: all) best recallable documents below ``before`` sharing a term with ``query``, best first."""
+        ranked = self.ranked(query, before)
+        return list(ranked if limit is None else islice(ranked, limit))
 
-        BM25 alone ranks by its score; with an embedder the BM25 and cosine
-        rankings are fused by reciprocal rank (k = 60), the usual hybrid that
-        needs no score calibration.
+    def ranked(self, query: str, before: int) -> Iterator[Scored]:
+        """The recallable documents below ``before``, best first, produced as the caller reads them.
+
+        BM25 alone ranks the documents sharing a term with ``query`` by their
+        score; with an embedder every recallable document is ranked, the BM25
+        and cosine rankings fused by reciprocal rank (k = 60), the usual hybrid
+        that needs no score calibration. Ties go to the older document. The
+        order is produced by a heap, so a caller that stops after a few units
+        pays for a linear heapify and a few pops, not for a full sort.
         """
         query_terms = list(dict.fromkeys(terms(query)))
         bm25 = self._bm25(query_terms, before)
         if self.embedder is None:
-            best = heapq.nsmallest(limit, bm25, key=lambda d: (-bm25[d], d))
-            return [Scored(d, bm25[d], bm25[d], self._matched(d, query_terms), None) for d in best]
+            for d in _best_first(bm25):
+                yield Scored(d, bm25[d], bm25[d], self._matched(d, query_terms), None)
+            return
         q = _vectors(self.embedder, [query])[0]
         cosines = {d: _cosine(q, self.vectors[d]) for d in range(before) if d not in self.blocked}
         fused: dict[int, float] = {}
         for ranking in (bm25, cosines):
             for rank, d in enumerate(sorted(ranking, key=lambda d: (-ranking[d], d))):
                 fused[d] = fused.get(d, 0.0) + 1.0 / (61 + rank)
-        best = heapq.nsmallest(limit, fused, key=lambda d: (-fused[d], d))
-        return [Scored(d, fused[d], bm25.get(d, 0.0), self._matched(d, query_terms), cosines[d]) for d in best]
+        for d in _best_first(fused):
+            yield Scored(d, fused[d], bm25.get(d, 0.0), self._matched(d, query_terms), cosines[d])
 
     def _matched(self, doc: int, query_terms: list[str]) -> tuple[str, ...]:
         tf = self.tfs[doc]
@@ -213,6 +224,14 @@ class RecallIndex:
                 if doc < before and doc not in blocked:
                     scores[doc] = get(doc, 0.0) + idf * tf / (tf + base + per_length * lengths[doc])
         return scores
+
+
+def _best_first(scores: dict[int, float]) -> Iterator[int]:
+    """The documents of ``scores``, highest score first (older first on a tie), popped from a heap one by one."""
+    heap = [(-score, doc) for doc, score in scores.items()]
+    heapq.heapify(heap)
+    while heap:
+        yield heapq.heappop(heap)[1]
 
 
 def _common_prefix(seen: list[Any], items: Sequence[Any], known: int = 0) -> int:

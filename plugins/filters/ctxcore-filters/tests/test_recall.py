@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import Recall, RecallIndex, TokenBudget
+from ctxcore_filters.recall import MISS_RUN, RecallConfig
 from ctxcore_filters.recall_index import terms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +26,8 @@ from ctxcore import (
     system,
     tool,
 )
-from ctxcore.kit import has_marker
+from ctxcore.engine.views import Joined
+from ctxcore.kit import has_marker, resolve_handle
 
 FILLER = "we talked about cooking pasta with garlic and basil in the oven tonight"
 WORDS = ("lisbon", "garlic", "pasta", "dentist", "okafor", "boiler", "plumber", "tallinn", "cat", "mochi", "oven", "tea")
@@ -86,6 +89,44 @@ class TestRecall:
         block = next(m for m in built.messages if m.source == "recall")
         assert built.report.total_tokens <= 400
         assert counter.count_text(block.text) <= 0.2 * 400
+
+    def test_the_oldest_window_units_a_full_block_displaces_are_candidates(self) -> None:
+        """A fact kept at the window's old end, which the block's room would push out, comes back in the block, once."""
+        history = _history(60, fact_at=-1)
+        plain = ContextBuilder([_Given()], [TokenBudget()], ApproximateCounter(), budget=ModelBudget(400))
+        question = human("Where did my sister Clara move to?")
+        window = plain.build({"messages": [system("Be brief."), *history, question]}).messages
+        oldest = next(k for k, m in enumerate(history) if m.id == window[1].id)  # the first kept history message
+        history[oldest] = human("My sister Clara moved to Lisbon last spring.")
+        built = _builder(400, budget_share=0.3).build({"messages": [system("Be brief."), *history, question]})
+        block = next(m for m in built.messages if m.source == "recall")
+        assert "Lisbon" in block.text
+        assert sum("Lisbon" in m.text for m in built.messages) == 1  # sent once: in the block, not in the window too
+        assert built.report.total_tokens <= 400
+
+    def test_max_units_defaults_to_no_cap(self) -> None:
+        """Without ``max_units`` the share is the only limit: every matching evicted unit that fits comes back."""
+        assert RecallConfig().max_units is None
+        history = [human(f"note {i}: the boiler code is {i}") if i % 10 == 0 else human(f"turn {i}: {FILLER}")
+                   for i in range(80)]
+        history = [m for h in history for m in (h, ai("Noted."))]
+        built = _builder(900, budget_share=0.4).build({"messages": [system("Be brief."), *history, human("boiler code?")]})
+        meta = next(m for m in built.messages if m.source == "recall").metadata["recall"]
+        assert len(meta) > 6
+
+    def test_the_scan_stops_after_a_run_of_units_too_big_for_the_share(self) -> None:
+        """When no ranked unit fits the room left, the scan reads ``MISS_RUN`` units and stops."""
+        big = [human("boiler " + FILLER * 20) for _ in range(40)]
+        index = RecallIndex()
+        index.sync(big)
+        reads: list[int] = []
+
+        def read(a: int, b: int) -> list[Message]:
+            reads.append(a)
+            return big[a:b]
+
+        chosen = Recall().recall(index, len(big), "boiler", 50, ApproximateCounter(), read)
+        assert chosen == [] and len(reads) == MISS_RUN
 
     def test_nothing_evicted_nothing_recalled(self) -> None:
         """A history that fits is sent as it is: recall adds nothing."""
@@ -169,6 +210,31 @@ checkpointer: {{type: sqlite, path: {tmp_path / 'threads.db'}}}
         block = next(m for m in built.messages if m.source == "recall")
         assert "Lisbon" in block.text and built.report.total_tokens <= 500
 
+    def test_an_evicted_note_names_what_was_left_out_by_a_handle_the_thread_resolves(self) -> None:
+        """With ``evicted_note``, the block ends with a span handle; the thread resolves it to the left-out messages."""
+        pipe = Pipeline.from_string("""
+version: 1
+model: {context_window: 500, reserve_output_tokens: 0}
+counter: {type: approximate}
+providers: [{type: static_prompt, text: Be brief.}, history]
+filters: [token_budget, {type: recall, evicted_note: true}]
+""")
+        thread = pipe.thread("t-span")
+        for m in _history():
+            thread.add_user(m.text) if m.role == "user" else thread.add_response({"role": "assistant", "content": m.text})
+        thread.add_user("Where did my sister Clara move to?")
+        built = thread.build()
+        block = next(m for m in built.messages if m.source == "recall")
+        handle = re.search(r'handle "(ctx-span-[0-9a-f-]+)"', block.text).group(1)
+        text = thread.resolve(handle)
+        assert text.startswith("user: turn 0: ") and "user: My sister Clara moved to Lisbon" in text
+        oldest_kept = next(m for m in built.messages if m.role != "system")
+        assert oldest_kept.text not in text  # the span ends before the window
+        assert thread.context_retrieve({"handle": handle, "max_chars": 40}).startswith("user: turn 0: ")
+        with pytest.raises(KeyError):
+            pipe.thread("another").resolve(handle)
+        assert built.report.total_tokens <= 500
+
     def test_an_embedder_can_rank_a_paraphrase_bm25_misses(self) -> None:
         """With a (deterministic stub) embedder, hybrid ranking recalls a fact that shares no word with the question."""
 
@@ -207,6 +273,29 @@ class TestIndex:
         index = RecallIndex()
         assert index.sync(history) == 0
         assert index.sync([*history, human("new")]) == len(history)
+
+    def test_a_next_turn_of_a_pipeline_reads_only_the_new_messages(self, monkeypatch) -> None:
+        """Through a YAML pipeline's lazy history, the second build indexes the two new messages and slices nothing more."""
+        pipe = Pipeline.from_string("""
+version: 1
+model: {context_window: 500, reserve_output_tokens: 0}
+counter: {type: approximate}
+providers: [history]
+filters: [token_budget, recall]
+""")
+        state = {"messages": [m.to_openai() for m in _history()] + [{"role": "user", "content": "Where did Clara move?"}]}
+        extended: list[int] = []
+        extend = RecallIndex._extend
+        monkeypatch.setattr(RecallIndex, "_extend", lambda self, items, messages: (extended.append(len(items)),
+                                                                                    extend(self, items, messages))[1])
+        pipe.build(state)
+        state["messages"] += [{"role": "assistant", "content": "Lisbon."}, {"role": "user", "content": "And the oven?"}]
+        sliced: list[int] = []
+        cut = Joined._slice
+        monkeypatch.setattr(Joined, "_slice", lambda self, a, b, step: (sliced.append(b - a), cut(self, a, b, step))[1])
+        pipe.build(state)
+        assert extended == [len(state["messages"]) - 2, 2]
+        assert max(sliced, default=0) < len(state["messages"]) // 2  # no copy of the history, only window-sized reads
 
     def test_an_edit_reindexes_from_the_change(self) -> None:
         """Replacing message 30 keeps the 30 before it and re-indexes the rest."""
@@ -279,15 +368,16 @@ class TestProperties:
 
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(
-        st.lists(st.tuples(st.sampled_from(["user", "assistant", "tools"]), st.lists(st.sampled_from(WORDS), max_size=8)),
+        st.lists(st.tuples(st.sampled_from(["user", "assistant", "tools", "protected"]), st.lists(st.sampled_from(WORDS), max_size=8)),
                  min_size=2, max_size=40),
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
         st.integers(120, 900),
         st.floats(0.05, 0.5),
-        st.integers(1, 4),
+        st.one_of(st.none(), st.integers(1, 4)),
+        st.booleans(),
     )
     def test_recalled_units_are_legal_within_the_share_never_duplicates_quoted_untrusted(
-        self, turns, question, budget, share, max_units,
+        self, turns, question, budget, share, max_units, evicted_note,
     ) -> None:
         """Whatever the history, budget and share: pairs whole, within budget and share, no duplicate, untrusted user text."""
         messages: list[Message] = [system("Be brief.")]
@@ -296,11 +386,13 @@ class TestProperties:
             if kind == "tools":
                 cid = f"c{k}"
                 messages += [ai(tool_calls=[{"id": cid, "name": "look", "arguments": "{}"}]), tool(text, tool_call_id=cid)]
+            elif kind == "protected":  # a pinned note: never recalled, never dropped to make room
+                messages.append(human(text, zone="protected"))
             else:
                 messages.append(human(text) if kind == "user" else ai(text))
         messages.append(human(" ".join(question)))
         counter = ApproximateCounter()
-        builder = ContextBuilder([_Given()], [TokenBudget(), Recall(budget_share=share, max_units=max_units)],
+        builder = ContextBuilder([_Given()], [TokenBudget(), Recall(budget_share=share, max_units=max_units, evicted_note=evicted_note)],
                                  counter, budget=ModelBudget(budget))
         try:
             built = builder.build({"messages": messages})
@@ -309,18 +401,24 @@ class TestProperties:
             return
         assert built.report.total_tokens <= budget
         check_tool_pairing(built.messages)
+        order = {m.id: k for k, m in enumerate(messages)}
+        sent = [order[m.id] for m in built.messages if m.source != "recall"]
+        assert sent == sorted(sent)  # the window keeps the conversation's order
         blocks = [m for m in built.messages if m.source == "recall"]
         assert len(blocks) <= 1
         for block in blocks:
             assert block.role == "user" and block.trust == "untrusted" and not has_marker(block.text)
             assert counter.count_text(block.text) <= share * budget
             meta = block.metadata["recall"]
-            assert len(meta) <= max_units
+            assert max_units is None or len(meta) <= max_units
             window_ids = {m.id for m in built.messages}
+            assert {m.id for m in messages if m.zone == "protected"} <= window_ids
             recalled = [i for u in meta for i in u["ids"]]
-            assert not window_ids & set(recalled)
+            assert not window_ids & set(recalled) and len(recalled) == len(set(recalled))
             positions = [u["message"] for u in meta]
             assert positions == sorted(positions)
+            for handle in re.findall(r'handle "(ctx-span-[0-9a-f-]+)"', block.text):  # resolves to the oldest messages
+                assert resolve_handle(messages, handle).startswith(f"{messages[1].role}: ")
             by_id = {m.id: k for k, m in enumerate(messages)}
             for u in meta:  # a unit is whole: a call with all its results
                 idx = [by_id[i] for i in u["ids"]]
