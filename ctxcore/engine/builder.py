@@ -41,7 +41,7 @@ from ctxcore.engine.steps import (
 )
 from ctxcore.engine.telemetry import build_span, component_span, get_tracer, record_build
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
-from ctxcore.model.blocks import before_compaction
+from ctxcore.model.blocks import CompactionState, before_compaction, compaction_boundary_of, compaction_fold
 from ctxcore.model.messages import Message, copied_message
 from ctxcore.model.transactions import open_calls_after, sanitize_tool_call_history
 from ctxcore.render.target import TargetSpec
@@ -115,6 +115,7 @@ class ContextBuilder(OutputSteps):
         # same tuple each build (a static prompt) gets the very same part, which the chain's proof reads by identity
         self._stamped_parts: dict[str, tuple[tuple[Message, ...], LazyMessages]] = {}
         self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
+        self._compaction: PrefixMemo[CompactionState] = PrefixMemo()
         # filter step id -> a copy of its last result, which passed _check_filter_output
         self._filter_checked: dict[str, list[Message]] = {}
         self._init_output_steps()
@@ -359,6 +360,21 @@ class ContextBuilder(OutputSteps):
             return open_calls_after(structure, frozenset()) == frozenset()
         return self._legality.walk(structure, (frozenset(),), _legality_step)[0] == frozenset()
 
+    def _past_compaction(self, messages: MessageChain, report: BuildReport) -> Sequence[Message]:
+        """What the provider reads: nothing before the newest compaction block/item but system messages (docs/blocks.md).
+
+        The boundary is a left fold resumed after what the last build walked
+        (PrefixMemo.walk), so a next turn reads only its new messages.
+        """
+        start = None
+        if self.reuse:
+            structure = messages.structure
+            start = compaction_boundary_of(self._compaction.walk(structure, (None, None), compaction_fold), len(structure))
+        kept, dropped = before_compaction(messages, start)
+        if dropped:
+            report.record_dropped(dropped, by="compaction")
+        return kept
+
     def _finish(
         self, messages: MessageChain, state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
     ) -> BuiltContext:
@@ -374,7 +390,7 @@ class ContextBuilder(OutputSteps):
                     f"{self.budget.max_input_tokens}; send fewer tools or raise model.context_window",
                     budget=self.budget.max_input_tokens, required=tool_tokens + self.counter.priming, report=report,
                 )
-        sanitized = self._sanitize(_past_compaction(messages, report), report)
+        sanitized = self._sanitize(self._past_compaction(messages, report), report)
         output, tokens = self._final_output(self._run_filters(sanitized, runtime, report, budget), sanitized,
                                             tool_tokens, report)
         return self._checked(output, tokens, origin, tool_tokens, report, tuple(tools), runtime.get("thread_id"))
@@ -434,14 +450,6 @@ class ContextBuilder(OutputSteps):
         except Exception as exc:  # an observer (or a relay without the hook) must not lose the caller's request
             log.error("observer_failed", hook="on_build_complete", error=f"{type(exc).__name__}: {exc}")
             built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")
-
-
-def _past_compaction(messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
-    """What the provider reads: nothing before the newest compaction block/item but system messages (docs/blocks.md)."""
-    kept, dropped = before_compaction(messages)
-    if dropped:
-        report.record_dropped(dropped, by="compaction")
-    return kept
 
 
 @lru_cache(maxsize=256)

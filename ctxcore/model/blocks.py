@@ -28,9 +28,13 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 __all__ = [
     "ANTHROPIC_RESULT_KINDS",
-    "before_compaction",
+    "CompactionState",
     "ProviderApi",
     "ProviderBlock",
+    "before_compaction",
+    "compaction_boundary",
+    "compaction_boundary_of",
+    "compaction_fold",
     "compaction_start",
     "foreign_block",
     "foreign_block_error",
@@ -111,10 +115,74 @@ def compaction_start(structure: Sequence[Any]) -> int:
     build neither counts nor sends them. Walks from the end: a history with a
     compaction costs only its tail.
     """
-    for index in range(len(structure) - 1, -1, -1):
-        if has_compaction(structure[index].content):
+    return max(0, _newest_compaction(structure))
+
+
+def _newest_compaction(items: Sequence[Any]) -> int:
+    """The index of the newest item of ``items`` whose content holds a compaction, or -1."""
+    for index in range(len(items) - 1, -1, -1):
+        if has_compaction(items[index].content):
             return index
-    return 0
+    return -1
+
+
+def _newest_user(items: Sequence[Any], stop: int) -> int:
+    """The index of the newest user item of ``items[:stop]``, or -1."""
+    for index in range(stop - 1, -1, -1):
+        if items[index].role == "user":
+            return index
+    return -1
+
+
+#: A compaction walk's state, counted back from the end of what was walked (so it does not depend on what came
+#: before a walked part): how many items the kept part spans, and how many items since the newest user message
+#: began; ``None``: no compaction / no user message yet.
+CompactionState = tuple[int | None, int | None]
+
+
+def compaction_fold(state: CompactionState, items: Sequence[Any]) -> CompactionState:
+    """One leg of a left-to-right walk for the compaction boundary: ``state`` after walking ``items`` too.
+
+    A left fold (walking two slices one after the other gives what walking
+    them joined does), so a builder resumes it after what the last build
+    walked and a next turn reads only the new items
+    (:class:`~ctxcore.engine.prefix_memo.PrefixMemo`). Its boundary
+    (:func:`compaction_boundary_of`) equals :func:`compaction_boundary`'s
+    backward scan of the whole history. Start from ``(None, None)``.
+    """
+    kept, since_user = state
+    n = len(items)
+    newest = _newest_compaction(items)
+    if newest >= 0:
+        user = _newest_user(items, newest) if _opens_at_user(items[newest]) else newest
+        if user >= 0:
+            kept = n - user
+        else:  # the user message the Anthropic turn answers is in an earlier leg, if anywhere
+            kept = n - newest if since_user is None else since_user + n
+    elif kept is not None:
+        kept += n
+    user = _newest_user(items, n)
+    if user >= 0:
+        since_user = n - user
+    elif since_user is not None:
+        since_user += n
+    return kept, since_user
+
+
+def compaction_boundary_of(state: CompactionState, length: int) -> int:
+    """The index the kept part starts at, from a :func:`compaction_fold` walk of ``length`` items."""
+    return 0 if state[0] is None else length - state[0]
+
+
+def compaction_boundary(structure: Sequence[Any]) -> int:
+    """The index the part a provider reads starts at (0: all of it), by a backward scan from the end.
+
+    The newest item holding a compaction; for an Anthropic compaction block in
+    an assistant turn, the user message before it (a Messages API request must
+    open with a user turn).
+    """
+    start = compaction_start(structure)
+    return _opening_user_turn(structure, start) if start else 0
 
 
 def foreign_block(content: Any, api: str) -> ProviderBlock | None:
@@ -169,7 +237,7 @@ def without_provider_blocks(messages: Iterable[Any]) -> list[Any]:
     return out
 
 
-def before_compaction(messages: Sequence[Any]) -> tuple[Sequence[Any], list[Any]]:
+def before_compaction(messages: Sequence[Any], start: int | None = None) -> tuple[Sequence[Any], list[Any]]:
     """``(kept, dropped)``: the messages the provider reads past the newest compaction, and the rest.
 
     Kept: every system message (the request's ``system``/instructions, which
@@ -178,14 +246,15 @@ def before_compaction(messages: Sequence[Any]) -> tuple[Sequence[Any], list[Any]
     an assistant turn, from the user message that turn answers (a Messages API
     request must open with a user turn; the API itself drops everything before
     the block, so this costs a few counted tokens and never a wrong request).
+    ``start`` is that boundary when the caller already knows it (a resumed
+    :func:`compaction_fold`); by default :func:`compaction_boundary` scans for it.
     ``messages`` comes back as it is (no copy, a lazy sequence stays lazy)
-    when it holds no compaction.
+    when nothing comes before the boundary.
     """
-    structure = _structure(messages)
-    start = compaction_start(structure)
+    if start is None:
+        start = compaction_boundary(_structure(messages))
     if start == 0:
         return messages, []
-    start = _opening_user_turn(structure, start)
     kept: list[Any] = []
     dropped: list[Any] = []
     for index, m in enumerate(messages):
@@ -193,15 +262,17 @@ def before_compaction(messages: Sequence[Any]) -> tuple[Sequence[Any], list[Any]
     return kept, dropped
 
 
+def _opens_at_user(item: Any) -> bool:
+    """Whether the kept part opens at the user message before ``item`` (an Anthropic compaction in an assistant turn)."""
+    return item.role == "assistant" and any(b.api == "anthropic" and b.is_compaction for b in provider_blocks(item.content))
+
+
 def _opening_user_turn(structure: Sequence[Any], start: int) -> int:
     """``start``, or the index of the user message before it when an Anthropic compaction opens the kept part."""
-    item = structure[start]
-    if item.role != "assistant" or not any(b.api == "anthropic" and b.is_compaction for b in provider_blocks(item.content)):
+    if not _opens_at_user(structure[start]):
         return start
-    for index in range(start - 1, -1, -1):
-        if structure[index].role == "user":
-            return index
-    return start
+    user = _newest_user(structure, start)
+    return start if user < 0 else user
 
 
 def _structure(messages: Sequence[Any]) -> Sequence[Any]:
