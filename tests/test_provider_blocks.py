@@ -343,10 +343,10 @@ class TestCompactionBoundary:
             "responses": lambda: messages_from_responses([compaction_item("cmp_1")]),
         }
         history = [m for kind in kinds for m in made[kind]()]
-        state: Any = (None, None)
+        state: Any = None
         for start, stop in itertools.pairwise([0, *sorted(c for c in cuts if c <= len(history)), len(history)]):
             state = compaction_fold(state, history[start:stop])
-        assert compaction_boundary_of(state, len(history)) == compaction_boundary(history)
+        assert compaction_boundary_of(state, history) == compaction_boundary(history)
 
     def test_the_build_neither_counts_nor_sends_what_compaction_replaced(self) -> None:
         """A build drops the messages before the compaction (reported by 'compaction') and counts only the rest."""

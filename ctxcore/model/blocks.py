@@ -134,44 +134,34 @@ def _newest_user(items: Sequence[Any], stop: int) -> int:
     return -1
 
 
-#: A compaction walk's state, counted back from the end of what was walked (so it does not depend on what came
-#: before a walked part): how many items the kept part spans, and how many items since the newest user message
-#: began; ``None``: no compaction / no user message yet.
-CompactionState = tuple[int | None, int | None]
+#: A compaction walk's state: how many items from the newest compaction to the end of what was walked (``None``: no
+#: compaction yet). Counted back from the end, so it does not depend on what came before a walked part.
+CompactionState = int | None
 
 
 def compaction_fold(state: CompactionState, items: Sequence[Any]) -> CompactionState:
-    """One leg of a left-to-right walk for the compaction boundary: ``state`` after walking ``items`` too.
+    """One leg of a left-to-right walk for the newest compaction: ``state`` after walking ``items`` too.
 
     A left fold (walking two slices one after the other gives what walking
     them joined does), so a builder resumes it after what the last build
     walked and a next turn reads only the new items
-    (:class:`~ctxcore.engine.prefix_memo.PrefixMemo`). Its boundary
-    (:func:`compaction_boundary_of`) equals :func:`compaction_boundary`'s
-    backward scan of the whole history. Start from ``(None, None)``.
+    (:class:`~ctxcore.engine.prefix_memo.PrefixMemo`). Start from ``None``;
+    :func:`compaction_boundary_of` turns the result into the boundary
+    :func:`compaction_boundary`'s backward scan finds.
     """
-    kept, since_user = state
-    n = len(items)
     newest = _newest_compaction(items)
     if newest >= 0:
-        user = _newest_user(items, newest) if _opens_at_user(items[newest]) else newest
-        if user >= 0:
-            kept = n - user
-        else:  # the user message the Anthropic turn answers is in an earlier leg, if anywhere
-            kept = n - newest if since_user is None else since_user + n
-    elif kept is not None:
-        kept += n
-    user = _newest_user(items, n)
-    if user >= 0:
-        since_user = n - user
-    elif since_user is not None:
-        since_user += n
-    return kept, since_user
+        return len(items) - newest
+    return None if state is None else state + len(items)
 
 
-def compaction_boundary_of(state: CompactionState, length: int) -> int:
-    """The index the kept part starts at, from a :func:`compaction_fold` walk of ``length`` items."""
-    return 0 if state[0] is None else length - state[0]
+def compaction_boundary_of(state: CompactionState, structure: Sequence[Any]) -> int:
+    """The index the kept part starts at, from a :func:`compaction_fold` walk of all of ``structure``.
+
+    Reads back from the compaction only to the user message an Anthropic
+    compaction turn answers (usually the item before it).
+    """
+    return 0 if state is None else _opening_user_turn(structure, len(structure) - state)
 
 
 def compaction_boundary(structure: Sequence[Any]) -> int:
