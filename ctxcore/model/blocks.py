@@ -115,15 +115,23 @@ def compaction_start(structure: Sequence[Any]) -> int:
     build neither counts nor sends them. Walks from the end: a history with a
     compaction costs only its tail.
     """
-    return max(0, _newest_compaction(structure))
+    for index in range(len(structure) - 1, -1, -1):
+        if has_compaction(structure[index].content):
+            return index
+    return 0
 
 
 def _newest_compaction(items: Sequence[Any]) -> int:
-    """The index of the newest item of ``items`` whose content holds a compaction, or -1."""
-    for index in range(len(items) - 1, -1, -1):
-        if has_compaction(items[index].content):
-            return index
-    return -1
+    """The index of the newest item of ``items`` whose content holds a compaction, or -1.
+
+    Reads every item, forward (iteration, not indexing: a view's iterator runs
+    in C), because a fold reads each new item once anyway.
+    """
+    newest = -1
+    for index, item in enumerate(items):
+        if type(item.content) is tuple and has_compaction(item.content):
+            newest = index
+    return newest
 
 
 def _newest_user(items: Sequence[Any], stop: int) -> int:
