@@ -27,8 +27,9 @@ then a user message, no tool call split from its results, within the budget by
 an *independent* count (LangChain's exact counter on the window converted to
 LangChain messages), and ctxcore's window within :data:`WINDOW_SLACK` messages
 of LangChain's. A failed check exits 2 and writes nothing; a failed guard row
-writes the table and exits 1. Times are medians of ``time.perf_counter`` runs,
-each after ``gc.collect()`` so no earlier garbage is paid for. The Markdown goes
+writes the table and exits 1. Times are medians of CPU time
+(``time.process_time``: the machine is shared and wall time swings with its
+load), each run after ``gc.collect()`` so no earlier garbage is paid for. The Markdown goes
 between the ``bench:perf`` markers of docs/performance.md, the raw numbers to
 bench/results/perf.json; ``--quick`` (the smoke mode of tests/test_bench_smoke.py)
 runs every path at small sizes, writes nothing unless given paths and judges no
@@ -110,8 +111,8 @@ class Config:
     sizes: tuple[int, int, int] = (200, 2_000, 20_000)
     budgets: tuple[int, ...] = (8_000, 128_000)
     seed: int = 0
-    reps: int = 9  # next-turn builds (and LangChain calls) per cell
-    cold_reps: int = 3
+    reps: int = 15  # next-turn builds (and LangChain calls) per cell
+    cold_reps: int = 5
     judged: bool = True  # False at smoke sizes: the bounds are the guard's only at the guard's sizes
 
     @classmethod
@@ -214,11 +215,11 @@ def encoding_of(counter: CachedCounter) -> Any:
 
 
 def _timed(call: Callable[..., Any], *args: Any) -> tuple[float, Any]:
-    """Wall time of ``call(*args)`` after a collection (so no earlier garbage is paid for), and its result."""
+    """CPU time of ``call(*args)`` after a collection (so no earlier garbage is paid for), and its result."""
     gc.collect()
-    started = time.perf_counter()
+    started = time.process_time()
     out = call(*args)
-    return time.perf_counter() - started, out
+    return time.process_time() - started, out
 
 
 def ctxcore_next_turn(dicts: list[dict[str, Any]], extra: list[dict[str, Any]], budget: int) -> tuple[list[float], BuiltContext, Pipeline, list[dict[str, Any]]]:
@@ -469,7 +470,7 @@ def render(results: Results) -> str:
         "",
         table,
         "",
-        f"Every next turn (medians of {c['reps']} builds, each after `gc.collect()`; windows in messages, each "
+        f"Every next turn (CPU time, medians of {c['reps']} builds, each after `gc.collect()`; windows in messages, each "
         "checked legal and within the budget by LangChain's exact counter):",
         "",
         cells,

@@ -7,7 +7,8 @@ from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import MaxMessages, TokenBudget
 
 from ctxcore.engine.budget import CachedCounter, ModelBudget
-from ctxcore.engine.builder import ContextBuilder
+from ctxcore.engine.builder import BuiltContext, ContextBuilder
+from ctxcore.engine.reference import reference_build
 from ctxcore.errors import ConfigError, InvalidHistory
 from ctxcore.model.messages import Message, ai, human, system, tool
 from ctxcore.pipeline.spec import Pipeline
@@ -63,6 +64,42 @@ class TestSeedThroughBuild:
         msgs = [system("s"), human("u1 " * 200), ai("a1"), human("u2")]
         built = build(msgs, [TokenBudget()], budget=ModelBudget(60), target=TargetSpec(recover_user=True))
         assert [m.text for m in built.messages] == ["s", "u2"]
+
+
+class TestAgentToolRound:
+    """An agent's newest tool round fills the budget: the question that asked for it is older and does not fit."""
+
+    MESSAGES = [system("You are an agent."), human("Which of these files define the parser? " * 8),
+                call("c1"), tool("def parse(): ... " * 50, tool_call_id="c1"),
+                call("c2"), tool("def lex(): ... " * 20, tool_call_id="c2")]
+
+    def _build(self, *, reference: bool = False, **target: bool) -> BuiltContext:
+        builder = ContextBuilder([Fixed(self.MESSAGES)], [TokenBudget()], ApproximateCounter(), budget=ModelBudget(250),
+                                 target=TargetSpec(**target))
+        return reference_build(builder, {}) if reference else builder.build()
+
+    @pytest.mark.parametrize("reference", [False, True], ids=["fast", "reference"])
+    def test_a_request_left_with_system_messages_only_says_so_and_names_the_fix(self, reference: bool) -> None:
+        """legal_start drops the round; the report warns that the question is lost and names recover_user and the budget."""
+        built = self._build(reference=reference)
+        assert [m.role for m in built.messages] == ["system"]
+        [warning] = built.report.warnings
+        assert "holds only system messages" in warning
+        assert "target.recover_user: true" in warning and "larger budget" in warning
+        assert [r.by for r in built.report.dropped].count("legal_start") == 2
+
+    @pytest.mark.parametrize("reference", [False, True], ids=["fast", "reference"])
+    def test_recover_user_keeps_the_question_in_front_of_the_round(self, reference: bool) -> None:
+        """With target.recover_user the question comes back before the newest round, and nothing is warned."""
+        built = self._build(reference=reference, recover_user=True)
+        assert [m.role for m in built.messages] == ["system", "user", "assistant", "tool"]
+        assert built.messages[1].id == self.MESSAGES[1].id
+        assert built.report.warnings == []
+
+    def test_a_legal_start_that_leaves_a_user_message_warns_nothing(self) -> None:
+        """Dropping a leading assistant turn before a user message is routine: no warning."""
+        built = build([system("s"), human("u1"), ai("a1"), human("u2")], [MaxMessages(2)])
+        assert [m.text for m in built.messages] == ["s", "u2"] and built.report.warnings == []
 
 
 class TestSanitizeInBuild:

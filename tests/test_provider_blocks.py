@@ -12,6 +12,7 @@ renderer for another API.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -22,7 +23,14 @@ from hypothesis import strategies as st
 from ctxcore import ContextBuilder, InvalidHistory, Message, validate_request
 from ctxcore.engine.counting import MessageCounter
 from ctxcore.model.anthropic_io import messages_from_anthropic
-from ctxcore.model.blocks import ProviderBlock, before_compaction, without_provider_blocks
+from ctxcore.model.blocks import (
+    ProviderBlock,
+    before_compaction,
+    compaction_boundary,
+    compaction_boundary_of,
+    compaction_fold,
+    without_provider_blocks,
+)
 from ctxcore.model.responses_io import assistant_from_output, messages_from_responses
 from ctxcore.render import to_anthropic, to_openai_responses
 from ctxcore.render.target import TargetSpec
@@ -321,6 +329,24 @@ class TestCompactionBoundary:
                                            {"role": "user", "content": "new"}])
         kept, dropped = before_compaction(history)
         assert [m.id for m in kept] == [m.id for m in history[3:]] and len(dropped) == 3
+
+    @SETTINGS
+    @given(kinds=st.lists(st.sampled_from(["user", "assistant", "system", "anthropic", "responses"]), max_size=14),
+           cuts=st.lists(st.integers(0, 14), max_size=4))
+    def test_the_resumable_fold_finds_the_scans_boundary(self, kinds: list[str], cuts: list[int]) -> None:
+        """compaction_fold over any split of a history into legs finds the boundary the backward scan finds."""
+        made = {
+            "user": lambda: [Message(role="user", content="u")],
+            "assistant": lambda: [Message(role="assistant", content="a")],
+            "system": lambda: [Message(role="system", content="s")],
+            "anthropic": lambda: messages_from_anthropic({"role": "assistant", "content": [compaction_block("c")]}),
+            "responses": lambda: messages_from_responses([compaction_item("cmp_1")]),
+        }
+        history = [m for kind in kinds for m in made[kind]()]
+        state: Any = None
+        for start, stop in itertools.pairwise([0, *sorted(c for c in cuts if c <= len(history)), len(history)]):
+            state = compaction_fold(state, history[start:stop])
+        assert compaction_boundary_of(state, history) == compaction_boundary(history)
 
     def test_the_build_neither_counts_nor_sends_what_compaction_replaced(self) -> None:
         """A build drops the messages before the compaction (reported by 'compaction') and counts only the rest."""

@@ -4,8 +4,9 @@ A hypothesis state machine keeps ONE builder for a whole run (so its caches,
 the history provider's conversions and the budget's window carry over, as in
 an agent) and changes the conversation between builds the ways callers do:
 appends (tool calls and results included, in every input form, now and then a
-bulk of more than a thousand dicts), edits in place, truncation, a new list, a
-change of input form, providers before and after the history. After every
+bulk of more than a thousand dicts, now and then an Anthropic compaction turn),
+edits in place, truncation, a new list, a change of input form, providers
+before and after the history. After every
 build, :func:`ctxcore.engine.reference.reference_build` builds the same state
 with fresh memo-free twins of the components, and both answers must be equal:
 the messages, every record of the report (ids, fates, tokens, sources), the
@@ -37,9 +38,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from ctxcore.engine.builder import BuiltContext, ContextBuilder, Step
 from ctxcore.engine.reference import reference_build, reference_of
 from ctxcore.errors import CtxError
+from ctxcore.model.anthropic_io import messages_from_anthropic
+from ctxcore.model.blocks import provider_blocks
 from ctxcore.model.messages import Message, ai, human, system, tool
 from ctxcore.render import to_anthropic, to_openai_responses
 from ctxcore.render.target import TargetSpec
+from ctxcore.testing.harness.anthropic_server import compaction_block
 
 #: a bulk append: more new items than the history provider's fast path is gated on.
 BULK = 1_001
@@ -79,6 +83,15 @@ def turns(draw: st.DrawFn, tag: str) -> list[Message]:
 def bulk(tag: str, n: int) -> list[Message]:
     """``n`` messages of plain user/assistant chat, all the same shape (the kind of run the fast path takes)."""
     return [human(f"question {k}", id=f"{tag}{k}") if k % 2 == 0 else ai(f"answer {k}", id=f"{tag}{k}") for k in range(n)]
+
+
+def compaction_turn(tag: str, text: str, with_text: bool) -> list[Message]:
+    """A user message and the Anthropic assistant turn answering it with a compaction block (and, maybe, text)."""
+    blocks: list[dict[str, Any]] = [compaction_block(text or "summary")]
+    if with_text:
+        blocks.append({"type": "text", "text": "ok"})
+    answer = messages_from_anthropic({"role": "assistant", "content": blocks})
+    return [human(text or "go on", id=f"{tag}u"), *(m.model_copy(update={"id": f"{tag}k"}) for m in answer)]
 
 
 def in_form(messages: list[Message], form: str) -> list[Any]:
@@ -205,6 +218,11 @@ class FastEqualsReference(RuleBasedStateMachine):
         self.history.extend(in_form(bulk(self._new_tag(), BULK), form))
         self.bulked = True
 
+    @rule(form=st.sampled_from(["message", "anthropic"]), text=TEXT, with_text=st.booleans())
+    def append_compaction(self, form: str, text: str, with_text: bool) -> None:
+        """Append a question answered by an Anthropic compaction turn: nothing before the question is read again."""
+        self.history.extend(in_form(compaction_turn(self._new_tag(), text, with_text), form))
+
     @precondition(lambda self: self.history)
     @rule(data=st.data())
     def edit_recent(self, data: st.DataObject) -> None:
@@ -233,10 +251,12 @@ class FastEqualsReference(RuleBasedStateMachine):
         """Hand over a new list of equal, new objects."""
         self.history = [m.model_copy() if isinstance(m, Message) else copy.deepcopy(m) for m in self.history]
 
-    @rule(form=st.sampled_from(FORMS))
-    def change_form(self, form: str) -> None:
-        """Hand over the whole conversation in another API's shape."""
-        self.history = in_form(as_messages(self.history), form)
+    @rule(data=st.data())
+    def change_form(self, data: st.DataObject) -> None:
+        """Hand over the whole conversation in another API's shape (one that can hold its provider blocks)."""
+        messages = as_messages(self.history)
+        blocks = any(provider_blocks(m.content) for m in messages)
+        self.history = in_form(messages, data.draw(st.sampled_from(["message", "anthropic"] if blocks else FORMS)))
 
     @rule(where=st.sampled_from(["before", "after"]), role=st.sampled_from(["system", "user"]), text=TEXT)
     def add_around(self, where: str, role: str, text: str) -> None:

@@ -305,3 +305,39 @@ def test_import_ctxcore_does_not_import_opentelemetry() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_no_span_until_a_tracer_provider_is_set() -> None:
+    """With the API but no provider set, a build starts no span; a provider set later records from the next build."""
+    script = textwrap.dedent("""
+        from opentelemetry import context, trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from ctxcore import ContextBuilder, human
+        from ctxcore.engine import telemetry
+        from ctxcore_counters import ApproximateCounter
+        class P:
+            def get_messages(self, state, runtime):
+                return [human("hi")]
+        builder = ContextBuilder([P()], counter=ApproximateCounter())
+        attached = []
+        attach = context.attach
+        context.attach = lambda ctx: attached.append(ctx) or attach(ctx)
+        proxy = trace.get_tracer_provider()
+        started = []
+        start = type(proxy.get_tracer("x")).start_as_current_span
+        type(proxy.get_tracer("x")).start_as_current_span = lambda *a, **k: started.append(a) or start(*a, **k)
+        builder.build()
+        assert telemetry.get_tracer() is None and not started and not attached, (started, attached)
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        builder.build()
+        assert [s.name for s in exporter.get_finished_spans()][-1] == "ctxcore.build", exporter.get_finished_spans()
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -41,7 +41,7 @@ from ctxcore.engine.steps import (
 )
 from ctxcore.engine.telemetry import build_span, component_span, get_tracer, record_build
 from ctxcore.errors import BudgetExceeded, ComponentError, InvalidHistory
-from ctxcore.model.blocks import before_compaction
+from ctxcore.model.blocks import CompactionState, before_compaction, compaction_boundary_of, compaction_fold
 from ctxcore.model.messages import Message, copied_message
 from ctxcore.model.transactions import open_calls_after, sanitize_tool_call_history
 from ctxcore.render.target import TargetSpec
@@ -114,7 +114,7 @@ class ContextBuilder(OutputSteps):
         # step id -> (the tuple it returned last build, its stamped part): a provider returning the very
         # same tuple each build (a static prompt) gets the very same part, which the chain's proof reads by identity
         self._stamped_parts: dict[str, tuple[tuple[Message, ...], LazyMessages]] = {}
-        self._legality: PrefixMemo[tuple[frozenset[str] | None]] = PrefixMemo()
+        self._history_walk: PrefixMemo[_Walked] = PrefixMemo()
         # filter step id -> a copy of its last result, which passed _check_filter_output
         self._filter_checked: dict[str, list[Message]] = {}
         self._init_output_steps()
@@ -334,11 +334,16 @@ class ContextBuilder(OutputSteps):
             check_schema_chars(tools, self.budget.max_schema_chars, report)
         return self.counter.count_tools(tools) if tools else 0
 
-    def _sanitize(self, messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
+    def _sanitize(self, messages: Sequence[Message], walked: _Walked | None, report: BuildReport) -> Sequence[Message]:
+        """History sanitizing; a lazy ``messages`` is the whole chain ``walked`` read, legal when no call is left open."""
         if self.target.sanitize == "off":
             return messages
         if is_lazy(messages):
-            if self._is_legal(messages.structure):  # type: ignore[attr-defined]
+            if walked is not None:
+                legal = walked[0] == frozenset()
+            else:
+                legal = open_calls_after(messages.structure, frozenset()) == frozenset()  # type: ignore[attr-defined]
+            if legal:
                 return messages  # the common case: nothing to repair, nothing materialised
             messages = list(messages)
         result = sanitize_tool_call_history(messages, backfill=self.target.sanitize == "backfill")
@@ -349,15 +354,25 @@ class ContextBuilder(OutputSteps):
             report.warnings.append(note)
         return result.messages
 
-    def _is_legal(self, structure: Sequence[Message]) -> bool:
-        """Tool-call legality of ``structure``, walking only what is new since the last build.
+    def _walk_history(self, messages: MessageChain) -> _Walked | None:
+        """The tool calls left open after the chain and its compaction boundary, walking only what is new.
 
-        Part by part (PrefixMemo.walk): nothing is open after a system prompt, so
-        a prompt whose text changed is walked again and the history resumes.
+        One left fold (PrefixMemo.walk, part by part): nothing is open and no
+        compaction seen after a system prompt, so a prompt whose text changed is
+        walked again and the history resumes. ``None`` without ``reuse`` (the
+        steps then scan in full).
         """
         if not self.reuse:
-            return open_calls_after(structure, frozenset()) == frozenset()
-        return self._legality.walk(structure, (frozenset(),), _legality_step)[0] == frozenset()
+            return None
+        return self._history_walk.walk(messages.structure, (frozenset(), None), _history_step)
+
+    def _past_compaction(self, messages: MessageChain, walked: _Walked | None, report: BuildReport) -> Sequence[Message]:
+        """What the provider reads: nothing before the newest compaction block/item but system messages (docs/blocks.md)."""
+        start = None if walked is None else compaction_boundary_of(walked[1], messages.structure)
+        kept, dropped = before_compaction(messages, start)
+        if dropped:
+            report.record_dropped(dropped, by="compaction")
+        return kept
 
     def _finish(
         self, messages: MessageChain, state: Mapping[str, Any], runtime: Mapping[str, Any], report: BuildReport
@@ -374,7 +389,8 @@ class ContextBuilder(OutputSteps):
                     f"{self.budget.max_input_tokens}; send fewer tools or raise model.context_window",
                     budget=self.budget.max_input_tokens, required=tool_tokens + self.counter.priming, report=report,
                 )
-        sanitized = self._sanitize(_past_compaction(messages, report), report)
+        walked = self._walk_history(messages)
+        sanitized = self._sanitize(self._past_compaction(messages, walked, report), walked, report)
         output, tokens = self._final_output(self._run_filters(sanitized, runtime, report, budget), sanitized,
                                             tool_tokens, report)
         return self._checked(output, tokens, origin, tool_tokens, report, tuple(tools), runtime.get("thread_id"))
@@ -436,14 +452,6 @@ class ContextBuilder(OutputSteps):
             built.report.warnings.append(f"on_build_complete observer failed: {type(exc).__name__}: {exc}")
 
 
-def _past_compaction(messages: Sequence[Message], report: BuildReport) -> Sequence[Message]:
-    """What the provider reads: nothing before the newest compaction block/item but system messages (docs/blocks.md)."""
-    kept, dropped = before_compaction(messages)
-    if dropped:
-        report.record_dropped(dropped, by="compaction")
-    return kept
-
-
 @lru_cache(maxsize=256)
 def _stamper(source: str) -> Callable[[Message], Message]:
     """The transform that sets ``source`` on messages that have none.
@@ -478,7 +486,11 @@ def _check_filter_output(result: list[Any], start: int = 0) -> None:
             raise ValueError(f"returned item {i} puts untrusted content in the system role")
 
 
-def _legality_step(state: tuple[frozenset[str] | None], messages: Sequence[Message]) -> tuple[frozenset[str] | None]:
-    """One leg of the legality walk (PrefixMemo.walk): the calls still open after ``messages``, or ``None``."""
+#: The history walk's state: the tool calls still open (``None``: already illegal) and the compaction fold's state.
+_Walked = tuple[frozenset[str] | None, CompactionState]
+
+
+def _history_step(state: _Walked, messages: Sequence[Message]) -> _Walked:
+    """One leg of the history walk (PrefixMemo.walk): legality and the compaction boundary, one left fold each."""
     pending = state[0]
-    return (open_calls_after(messages, pending) if pending is not None else None,)
+    return open_calls_after(messages, pending) if pending is not None else None, compaction_fold(state[1], messages)

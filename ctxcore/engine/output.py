@@ -65,8 +65,7 @@ class OutputSteps:
         key = self._reuse_key()
         reused = self._reuse_output(output, key) if key is not None else None
         if reused is not None:
-            if reused.dropped:
-                report.record_dropped(reused.dropped, by="legal_start")
+            report.record_legal_start(reused.dropped, reused.messages)
             output = reused.messages
             tokens = reused.shared_counts + self.counter.count_each(output[reused.tail:])
             self.counter.hits += reused.tail  # as count_each would have answered them
@@ -108,13 +107,7 @@ class OutputSteps:
             return used + self.counter.count_message(m) <= budget
 
         result = legal_start(messages, history=history if self.target.recover_user else None, fits=fits)
-        if result.dropped:
-            report.record_dropped(result.dropped, by="legal_start")
-        if result.recovered is not None:
-            report.record_recovered(result.recovered)
-            text = " ".join(result.recovered.text.split())
-            text = text if len(text) <= 60 else text[:59] + "…"
-            report.notes.append(f"legal_start recovered the earlier user message {text!r} so the request starts with the user")
+        report.record_legal_start(result.dropped, result.messages, result.recovered)
         return result.messages, result.recovered is not None
 
     def _reuse_key(self) -> tuple[Any, ...] | None:

@@ -224,13 +224,7 @@ class _Build:
 
         recover = self.builder.target.recover_user
         result = legal_start(messages, history=history if recover else None, fits=fits)
-        if result.dropped:
-            self.report.record_dropped(result.dropped, by="legal_start")
-        if result.recovered is not None:
-            self.report.record_recovered(result.recovered)
-            text = " ".join(result.recovered.text.split())
-            text = text if len(text) <= 60 else text[:59] + "…"
-            self.report.notes.append(f"legal_start recovered the earlier user message {text!r} so the request starts with the user")
+        self.report.record_legal_start(result.dropped, result.messages, result.recovered)
         return list(result.messages)
 
     def _finish(

@@ -136,6 +136,29 @@ class BuildReport:
                 return entry.before
         return None
 
+    def record_legal_start(self, dropped: list[Message], kept: Sequence[Message], recovered: Message | None = None) -> None:
+        """Note what legal_start dropped and the user message it recovered; warn when only system messages are left.
+
+        Only system messages left means the newest turn did not open with a
+        user message inside the budget (an agent's tool round whose results
+        fill it): the request would go out without the user's question, so the
+        report names the fix.
+        """
+        if dropped:
+            self.record_dropped(dropped, by="legal_start")
+            if all(m.role == "system" for m in kept):
+                self.warnings.append(
+                    f"legal_start dropped {len(dropped)} message(s) that did not open with a user message and the request "
+                    "holds only system messages: the user's question did not fit the budget with the newest turn; set "
+                    "target.recover_user: true (it keeps the question when it fits in front of that turn) or give the "
+                    "model a larger budget"
+                )
+        if recovered is not None:
+            self.record_recovered(recovered)
+            text = " ".join(recovered.text.split())
+            text = text if len(text) <= 60 else text[:59] + "…"
+            self.notes.append(f"legal_start recovered the earlier user message {text!r} so the request starts with the user")
+
     def record_recovered(self, message: Message) -> None:
         """Forget one earlier drop of ``message``: a later step put it back.
 

@@ -10,8 +10,8 @@ conventions require (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
 and pass through :mod:`ctxcore.redaction` first.
 
 Invariant: without opentelemetry nothing is imported or emitted and a build
-pays one cached lookup; with it but no recording tracer provider, the
-component spans are skipped. Why: tracing is how agent teams read why a call
+pays one cached lookup; with the API but no tracer provider set, a build starts
+no span; with a provider that does not record, the component spans are skipped. Why: tracing is how agent teams read why a call
 saw what it saw, and it must cost nothing to the users who do not trace.
 """
 
@@ -54,27 +54,44 @@ RECALL_KINDS = frozenset({"memory_recall"})
 _MAX_EVENTS = 16  # warnings recorded as span events per build (a report's warnings are few; the cap bounds it)
 
 _UNSET: Any = object()
-_tracer: Any = _UNSET
+_trace: Any = _UNSET  # the opentelemetry.trace module, or None when it is not installed (looked up once)
+_own: Any = None  # the tracer of the provider given to use_tracer_provider, which wins over the global one
+_global: tuple[Any, Any] = (None, None)  # (the global tracer provider last seen, its tracer or None)
 # The tracer while a recording build span is current (per thread and task): component spans read it.
 _ACTIVE: ContextVar[Any] = ContextVar("ctxcore_build_tracer", default=None)
 _NULL: AbstractContextManager[None] = nullcontext()
 
 
 def get_tracer() -> Any | None:
-    """ctxcore's tracer, or ``None`` when opentelemetry is not installed (looked up once per process).
+    """ctxcore's tracer, or ``None`` when nothing would record its spans.
 
-    The API's proxy tracer follows a tracer provider set later, so setting up
-    tracing after ctxcore's first build still takes effect.
+    ``None`` without opentelemetry, and while the global tracer provider is
+    the API's proxy or no-op provider (the API installed as a dependency,
+    tracing never set up): a build then starts no span and switches no
+    context. The global provider is read on every call, so a provider set
+    after ctxcore's first build is used from the next build on.
     """
-    global _tracer
-    if _tracer is _UNSET:
-        try:
-            from opentelemetry import trace
-        except ImportError:
-            _tracer = None
-        else:
-            _tracer = trace.get_tracer(TRACER_NAME)
-    return _tracer
+    global _trace, _global
+    if _own is not None:
+        return _own
+    if _trace is _UNSET:
+        _trace = _trace_api()
+    if _trace is None:
+        return None
+    provider = _trace.get_tracer_provider()
+    if provider is not _global[0]:
+        silent = isinstance(provider, (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider))
+        _global = (provider, None if silent else provider.get_tracer(TRACER_NAME))
+    return _global[1]
+
+
+def _trace_api() -> Any:
+    """The ``opentelemetry.trace`` module, or ``None`` when it is not installed."""
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return None
+    return trace
 
 
 def use_tracer_provider(provider: Any | None) -> None:
@@ -84,8 +101,8 @@ def use_tracer_provider(provider: Any | None) -> None:
     instead of installing it with ``trace.set_tracer_provider``, which can be
     done once per process; the spans still nest under the current span.
     """
-    global _tracer
-    _tracer = _UNSET if provider is None else provider.get_tracer(TRACER_NAME)
+    global _own
+    _own = None if provider is None else provider.get_tracer(TRACER_NAME)
 
 
 def capture_content() -> bool:

@@ -28,9 +28,13 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 __all__ = [
     "ANTHROPIC_RESULT_KINDS",
-    "before_compaction",
+    "CompactionState",
     "ProviderApi",
     "ProviderBlock",
+    "before_compaction",
+    "compaction_boundary",
+    "compaction_boundary_of",
+    "compaction_fold",
     "compaction_start",
     "foreign_block",
     "foreign_block_error",
@@ -117,6 +121,68 @@ def compaction_start(structure: Sequence[Any]) -> int:
     return 0
 
 
+def _newest_compaction(items: Sequence[Any]) -> int:
+    """The index of the newest item of ``items`` whose content holds a compaction, or -1.
+
+    Reads every item, forward (iteration, not indexing: a view's iterator runs
+    in C), because a fold reads each new item once anyway.
+    """
+    newest = -1
+    for index, item in enumerate(items):
+        if type(item.content) is tuple and has_compaction(item.content):
+            newest = index
+    return newest
+
+
+def _newest_user(items: Sequence[Any], stop: int) -> int:
+    """The index of the newest user item of ``items[:stop]``, or -1."""
+    for index in range(stop - 1, -1, -1):
+        if items[index].role == "user":
+            return index
+    return -1
+
+
+#: A compaction walk's state: how many items from the newest compaction to the end of what was walked (``None``: no
+#: compaction yet). Counted back from the end, so it does not depend on what came before a walked part.
+CompactionState = int | None
+
+
+def compaction_fold(state: CompactionState, items: Sequence[Any]) -> CompactionState:
+    """One leg of a left-to-right walk for the newest compaction: ``state`` after walking ``items`` too.
+
+    A left fold (walking two slices one after the other gives what walking
+    them joined does), so a builder resumes it after what the last build
+    walked and a next turn reads only the new items
+    (:class:`~ctxcore.engine.prefix_memo.PrefixMemo`). Start from ``None``;
+    :func:`compaction_boundary_of` turns the result into the boundary
+    :func:`compaction_boundary`'s backward scan finds.
+    """
+    newest = _newest_compaction(items)
+    if newest >= 0:
+        return len(items) - newest
+    return None if state is None else state + len(items)
+
+
+def compaction_boundary_of(state: CompactionState, structure: Sequence[Any]) -> int:
+    """The index the kept part starts at, from a :func:`compaction_fold` walk of all of ``structure``.
+
+    Reads back from the compaction only to the user message an Anthropic
+    compaction turn answers (usually the item before it).
+    """
+    return 0 if state is None else _opening_user_turn(structure, len(structure) - state)
+
+
+def compaction_boundary(structure: Sequence[Any]) -> int:
+    """The index the part a provider reads starts at (0: all of it), by a backward scan from the end.
+
+    The newest item holding a compaction; for an Anthropic compaction block in
+    an assistant turn, the user message before it (a Messages API request must
+    open with a user turn).
+    """
+    start = compaction_start(structure)
+    return _opening_user_turn(structure, start) if start else 0
+
+
 def foreign_block(content: Any, api: str) -> ProviderBlock | None:
     """The first provider block of ``content`` that does not belong to ``api`` (``None``: all do)."""
     return next((b for b in provider_blocks(content) if b.api != api), None)
@@ -169,7 +235,7 @@ def without_provider_blocks(messages: Iterable[Any]) -> list[Any]:
     return out
 
 
-def before_compaction(messages: Sequence[Any]) -> tuple[Sequence[Any], list[Any]]:
+def before_compaction(messages: Sequence[Any], start: int | None = None) -> tuple[Sequence[Any], list[Any]]:
     """``(kept, dropped)``: the messages the provider reads past the newest compaction, and the rest.
 
     Kept: every system message (the request's ``system``/instructions, which
@@ -178,14 +244,15 @@ def before_compaction(messages: Sequence[Any]) -> tuple[Sequence[Any], list[Any]
     an assistant turn, from the user message that turn answers (a Messages API
     request must open with a user turn; the API itself drops everything before
     the block, so this costs a few counted tokens and never a wrong request).
+    ``start`` is that boundary when the caller already knows it (a resumed
+    :func:`compaction_fold`); by default :func:`compaction_boundary` scans for it.
     ``messages`` comes back as it is (no copy, a lazy sequence stays lazy)
-    when it holds no compaction.
+    when nothing comes before the boundary.
     """
-    structure = _structure(messages)
-    start = compaction_start(structure)
+    if start is None:
+        start = compaction_boundary(_structure(messages))
     if start == 0:
         return messages, []
-    start = _opening_user_turn(structure, start)
     kept: list[Any] = []
     dropped: list[Any] = []
     for index, m in enumerate(messages):
@@ -193,15 +260,17 @@ def before_compaction(messages: Sequence[Any]) -> tuple[Sequence[Any], list[Any]
     return kept, dropped
 
 
+def _opens_at_user(item: Any) -> bool:
+    """Whether the kept part opens at the user message before ``item`` (an Anthropic compaction in an assistant turn)."""
+    return item.role == "assistant" and any(b.api == "anthropic" and b.is_compaction for b in provider_blocks(item.content))
+
+
 def _opening_user_turn(structure: Sequence[Any], start: int) -> int:
     """``start``, or the index of the user message before it when an Anthropic compaction opens the kept part."""
-    item = structure[start]
-    if item.role != "assistant" or not any(b.api == "anthropic" and b.is_compaction for b in provider_blocks(item.content)):
+    if not _opens_at_user(structure[start]):
         return start
-    for index in range(start - 1, -1, -1):
-        if structure[index].role == "user":
-            return index
-    return start
+    user = _newest_user(structure, start)
+    return start if user < 0 else user
 
 
 def _structure(messages: Sequence[Any]) -> Sequence[Any]:

@@ -43,7 +43,7 @@ class Stored(tuple):  # type: ignore[type-arg]
 
     # No __slots__: an instance's __dict__ (made only when needed) holds its id once read and the store a rebuild
     # gave it (History._rehome).
-    _store: dict[int, str]
+    _store: dict[int, str] | None = None  # the store a rebuild gave this stand-in, on its instance (else ``store``)
     key: str
     store: dict[int, str]
     index: int  # type: ignore[assignment]  # shadows tuple.index
@@ -65,7 +65,8 @@ class Stored(tuple):  # type: ignore[type-arg]
     @property
     def content(self) -> str | None:
         """The dict's content as it was stored."""
-        return getattr(self, "_store", self.store).get(self.index)
+        store = self._store
+        return (self.store if store is None else store).get(self.index)
 
     @property
     def tool_call_ids(self) -> tuple[str, ...]:
