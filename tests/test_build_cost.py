@@ -18,7 +18,7 @@ from unittest.mock import patch
 
 import pytest
 from ctxcore_counters import TiktokenCounter
-from ctxcore_filters import TokenBudget
+from ctxcore_filters import RecallIndex, TokenBudget
 from ctxcore_memory import SqliteMemoryStore
 from ctxcore_providers import History, MemoryRecall, MemoryRecallConfig, RuntimeContext, StaticPrompt
 from ctxcore_providers._render import context_message
@@ -41,6 +41,7 @@ from ctxcore.engine.lazy import (
 from ctxcore.engine.report import BuildReport
 from ctxcore.errors import BudgetExceeded, CtxError
 from ctxcore.model.messages import Message, ai, human, system, tool
+from ctxcore.pipeline import Pipeline
 from ctxcore.render import to_openai_responses
 from ctxcore.render.target import TargetSpec
 
@@ -1026,3 +1027,37 @@ def test_a_protected_run_after_the_prompt_is_kept_as_protected_units_are(
         return [m.id for m in kept], ctx.report.warnings if ctx.report is not None else None
 
     assert run(False) == run(True)
+
+
+def _recall_history(n: int = 60) -> list[Message]:
+    """Filler turns with one fact early on, for the recall cost test."""
+    filler = "we talked about cooking pasta with garlic and basil in the oven tonight"
+    messages: list[Message] = [human("My sister Clara moved to Lisbon last spring."), ai("Noted.")]
+    for i in range(1, n):
+        messages += [human(f"turn {i}: {filler}"), ai(f"answer {i}: {filler}")]
+    return messages
+
+
+class TestRecallCost:
+    def test_a_next_turn_of_a_pipeline_reads_only_the_new_messages(self, monkeypatch, host) -> None:
+        """Through a YAML pipeline's lazy history, the second build indexes the two new messages and slices nothing more."""
+        pipe = Pipeline.from_string("""
+version: 1
+model: {context_window: 500, reserve_output_tokens: 0}
+counter: {type: approximate}
+providers: [history]
+filters: [token_budget, recall]
+""", host=host)
+        state = {"messages": [m.to_openai() for m in _recall_history()] + [{"role": "user", "content": "Where did Clara move?"}]}
+        extended: list[int] = []
+        extend = RecallIndex._extend
+        monkeypatch.setattr(RecallIndex, "_extend", lambda self, items, messages: (extended.append(len(items)),
+                                                                                    extend(self, items, messages))[1])
+        pipe.build(state)
+        state["messages"] += [{"role": "assistant", "content": "Lisbon."}, {"role": "user", "content": "And the oven?"}]
+        sliced: list[int] = []
+        cut = Joined._slice
+        monkeypatch.setattr(Joined, "_slice", lambda self, a, b, step: (sliced.append(b - a), cut(self, a, b, step))[1])
+        pipe.build(state)
+        assert extended == [len(state["messages"]) - 2, 2]
+        assert max(sliced, default=0) < len(state["messages"]) // 2  # no copy of the history, only window-sized reads

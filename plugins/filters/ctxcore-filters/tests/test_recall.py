@@ -26,7 +26,6 @@ from ctxcore import (
     system,
     tool,
 )
-from ctxcore.engine.views import Joined
 from ctxcore.kit import has_marker, resolve_handle
 
 FILLER = "we talked about cooking pasta with garlic and basil in the oven tonight"
@@ -273,29 +272,6 @@ class TestIndex:
         index = RecallIndex()
         assert index.sync(history) == 0
         assert index.sync([*history, human("new")]) == len(history)
-
-    def test_a_next_turn_of_a_pipeline_reads_only_the_new_messages(self, monkeypatch) -> None:
-        """Through a YAML pipeline's lazy history, the second build indexes the two new messages and slices nothing more."""
-        pipe = Pipeline.from_string("""
-version: 1
-model: {context_window: 500, reserve_output_tokens: 0}
-counter: {type: approximate}
-providers: [history]
-filters: [token_budget, recall]
-""")
-        state = {"messages": [m.to_openai() for m in _history()] + [{"role": "user", "content": "Where did Clara move?"}]}
-        extended: list[int] = []
-        extend = RecallIndex._extend
-        monkeypatch.setattr(RecallIndex, "_extend", lambda self, items, messages: (extended.append(len(items)),
-                                                                                    extend(self, items, messages))[1])
-        pipe.build(state)
-        state["messages"] += [{"role": "assistant", "content": "Lisbon."}, {"role": "user", "content": "And the oven?"}]
-        sliced: list[int] = []
-        cut = Joined._slice
-        monkeypatch.setattr(Joined, "_slice", lambda self, a, b, step: (sliced.append(b - a), cut(self, a, b, step))[1])
-        pipe.build(state)
-        assert extended == [len(state["messages"]) - 2, 2]
-        assert max(sliced, default=0) < len(state["messages"]) // 2  # no copy of the history, only window-sized reads
 
     def test_an_edit_reindexes_from_the_change(self) -> None:
         """Replacing message 30 keeps the 30 before it and re-indexes the rest."""
