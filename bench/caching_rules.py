@@ -37,6 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_rows import report_row  # noqa: E402
 from cache_economics import langchain_requests, pipeline_dict  # noqa: E402
 from report_table import markdown_table, write_section  # noqa: E402
 from workload import coding_agent_transcript  # noqa: E402
@@ -200,6 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = run(n, budget, command)
     text = markdown(data)
     print(text)
+    if not args.quick:
+        for name, (value, required, met) in data["goals"].items():
+            report_row("caching_rules.py", name, met, f"{value:.3f} {required}" if isinstance(value, float) else f"{value} {required}")
     if not (args.quick or args.no_write):
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
