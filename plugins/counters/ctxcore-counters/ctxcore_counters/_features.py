@@ -16,10 +16,10 @@ e.g. word starts are ``L & ~(L << 1)`` (a letter whose predecessor is not
 one), and letters past the fifth of a word are six letters in a row,
 ``L & L<<1 & ... & L<<5``. Digit groups (``ceil(len/3)`` per run) count the
 runs of at least 1, 4, 7... digits. Long runs that look random (base64: mixed
-case) are found with ``bytes.find``, priced per character and blanked before the
-lanes are counted again (only texts with such a run pay that); hex ids and digests are not among them, since
-the pre-tokenizers already cut them into the letter and digit pieces the lanes
-count.
+case) are found with ``bytes.find``, priced per character and blanked before
+the lanes are counted again (only texts with such a run pay that). Hex ids and
+digests are not among them: the pre-tokenizers already cut them into the
+letter and digit pieces the lanes count.
 
 **Non-ASCII features** (only when ``str.isascii`` is false). The UTF-16 code
 units are split into high and low bytes; each goes through a translate into a
@@ -78,7 +78,7 @@ FEATURES = (
     "cjk_punct",     # full-width / CJK punctuation characters
     "indents",       # runs of two or more spaces or tabs (or trailing ones), and a space before a digit
     "newlines",      # groups of line breaks, less those right after punctuation (the pre-tokenizers join them to it)
-    "random_chars",  # characters of long random-looking runs (base64, hex)
+    "random_chars",  # characters of long random-looking runs (base64)
     "symbols",       # other non-ASCII symbols (box drawing, arrows, dashes, currency)
     "emoji",         # emoji and other astral-plane symbols
     "humps",         # camelCase humps (a lower-case letter then an upper-case one) inside Latin words
@@ -87,7 +87,7 @@ FEATURES = (
 (_PARTS, _EXTRA, _LETTERS, _CJK, _CJK_RARE, _KANA, _HANGUL, _DIGITS, _PUNCT_RUNS, _PUNCT_EXTRA, _CJK_PUNCT,
  _INDENTS, _NEWLINES, _RANDOM, _SYMBOLS, _EMOJI, _HUMPS, _JOINED) = range(len(FEATURES))
 _WORD_FREE = 5  # letters a word may have and still be priced as one token (the lanes below hard-code it)
-_RUN_MIN = 20  # an unbroken run this long may be base64 or a hex id (the lanes below hard-code it)
+_RUN_MIN = 20  # an unbroken run this long may be base64 (the lanes below hard-code it)
 
 # --- ASCII: flag bytes, one bit per property ---------------------------------------------------------------
 
