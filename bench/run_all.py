@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     skipped += no_venv
     if args.only:
         jobs = [j for j in jobs if j.name in args.only or j.script.stem in args.only]
+        skipped = [note for note in skipped if note.split(":", 1)[0] in args.only]
     if args.list:
         print("\n".join(f"{j.python} {j.script.relative_to(ROOT)}" for j in jobs))
         return 0
