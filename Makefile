@@ -184,20 +184,17 @@ bench-integrations: integration-venvs
 bench-counters: install
 	$(PY) bench/counter_accuracy.py $(ARGS)
 
-# The benchmarks: the performance guard (bench/perf.py, docs/performance.md; it exits non-zero when a
-# guard row fails), then each other bench script that writes a docs table. LangChain is bench-only
-# (requirements-bench.txt), installed into the same venv here. Each script in the loop that exists runs.
+# The benchmarks: bench/run_all.py runs every bench script (the performance guard first, the counter accuracy
+# of bench-counters, the integrations in their own venvs), each writing its docs table, and at the end lists every
+# row that missed its bound and exits 1 if there is one. LangChain is bench-only (requirements-bench.txt),
+# installed into the same venv here. One script: make bench ARGS="--only counter_accuracy.py".
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 	$(PY) -m pip install --quiet -r requirements-bench.txt
 	@touch $@
 
-bench: install $(BENCH_STAMP) postgres redis
-	@for script in bench/perf.py bench/startup.py bench/cache_economics.py bench/caching_rules.py bench/thread_growth.py bench/thread_load.py bench/retention.py; do \
-	  if [ -f $$script ]; then echo "== $$script"; CTXCORE_BENCH_VIA_MAKE=1 $(PY) $$script || exit 1; \
-	  else echo "== $$script: not present, skipped"; fi; \
-	done
-	$(MAKE) --no-print-directory bench-integrations
+bench: install $(BENCH_STAMP) postgres redis integration-venvs
+	$(PY) bench/run_all.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) $(MEM0_VENV) $(foreach d,$(INTEGRATION_DIRS),.venv-$(notdir $(d))) .pytest_cache .hypothesis

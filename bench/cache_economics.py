@@ -33,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_rows import report_row  # noqa: E402
 from report_table import markers, write_section  # noqa: E402
 from workload import coding_agent_transcript  # noqa: E402
 
@@ -273,6 +274,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = run(n, budget, do_sweep=not (args.quick or args.no_sweep), command=command.strip())
     text = markdown(data)
     print(text)
+    if not args.quick:
+        for name, t in data["targets"].items():
+            report_row("cache_economics.py", name, t["met"], f"{t['value']} {t['target']}")
     if not (args.quick or args.no_write):
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -22,6 +22,8 @@ are repeated without the pauses. Three request builders are compared:
 
     .venv/bin/python bench/caching_rules.py            # full run, writes docs/caching.md + JSON
     .venv/bin/python bench/caching_rules.py --quick    # small smoke run, prints only
+
+On a terminal a progress bar over the replayed calls runs on stderr (nothing in a pipe or with ``--quiet``).
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_progress import progress_bar  # noqa: E402
+from bench_rows import report_row  # noqa: E402
 from cache_economics import langchain_requests, pipeline_dict  # noqa: E402
 from report_table import markdown_table, write_section  # noqa: E402
 from workload import coding_agent_transcript  # noqa: E402
@@ -49,8 +53,11 @@ from ctxcore.tools.replay import (  # noqa: E402
     RequestStats,
     anthropic_minimum,
     builder_requests,
+    call_points,
     replay_requests,
 )
+
+OnCall = Callable[[int, int], None]
 
 DOCS = ROOT / "docs" / "caching.md"
 RESULTS = ROOT / "bench" / "results" / "caching_rules.json"
@@ -87,16 +94,16 @@ def _steady(times: list[float]) -> list[float]:
 
 
 def run_ctxcore(messages: list[dict[str, Any]], budget: int, times: list[float], cache: str, host: Any = None,
-                marks: tuple[float, float] | None = None) -> ReplayResult:
+                marks: tuple[float, float] | None = None, on_call: OnCall | None = None) -> ReplayResult:
     """ctxcore with its water marks (default, or ``marks`` = trigger/target ratios), rendered for Anthropic with ``cache``."""
     spec = pipeline_dict(budget, *(marks or (None, None)))
     spec["target"] = {"provider": "anthropic", "cache": cache}
     builder = Pipeline.from_dict(spec, host=host).builder()
     return replay_requests(messages, builder_requests(builder, messages), times=times,
-                           anthropic_min_tokens=anthropic_minimum(builder))
+                           anthropic_min_tokens=anthropic_minimum(builder), on_call=on_call)
 
 
-def run_langchain(messages: list[dict[str, Any]], budget: int, times: list[float]) -> ReplayResult:
+def run_langchain(messages: list[dict[str, Any]], budget: int, times: list[float], on_call: OnCall | None = None) -> ReplayResult:
     """LangChain's sliding window per call, with breakpoints at the end of the system prompt and of the request."""
     from ctxcore_counters import TiktokenCounter
 
@@ -108,7 +115,7 @@ def run_langchain(messages: list[dict[str, Any]], budget: int, times: list[float
         marks = tuple(sorted({len(stats.rendered) - 1, *([last_system] if last_system is not None else [])}))
         return RequestStats(**{**stats.__dict__, "cache_breakpoints": marks})
 
-    return replay_requests(messages, request, times=times)
+    return replay_requests(messages, request, times=times, on_call=on_call)
 
 
 def row(result: ReplayResult) -> dict[str, Any]:
@@ -124,20 +131,28 @@ def row(result: ReplayResult) -> dict[str, Any]:
     }
 
 
-def run(n: int, budget: int, command: str, host: Any = None) -> dict[str, Any]:
-    """The three replays (and the two main ones without idle pauses) and the goals."""
+def run(n: int, budget: int, command: str, host: Any = None, *, quiet: bool = False) -> dict[str, Any]:
+    """The three replays (and the two main ones without idle pauses) and the goals.
+
+    A progress bar over the replayed calls runs on stderr on a terminal unless ``quiet``.
+    """
     messages = coding_agent_transcript(n)
     times = timestamps(messages)
     started = time.perf_counter()
-    rows = {
-        "ctxcore, cache: auto": row(run_ctxcore(messages, budget, times, "auto", host)),
-        "ctxcore, cache: off": row(run_ctxcore(messages, budget, times, "off", host)),
-        "LangChain trim_messages, breakpoints on system + end": row(run_langchain(messages, budget, times)),
-        "ctxcore, cache: auto, no idle pauses": row(run_ctxcore(messages, budget, _steady(times), "auto", host)),
-        "LangChain, no idle pauses": row(run_langchain(messages, budget, _steady(times))),
-        f"ctxcore, cache: auto, water marks {ANTHROPIC_MARKS[0]}/{ANTHROPIC_MARKS[1]}":
-            row(run_ctxcore(messages, budget, times, "auto", host, ANTHROPIC_MARKS)),
-    }
+    with progress_bar("caching rules", 6 * len(call_points(messages)), quiet=quiet) as advance:
+        def step(done: int, total: int) -> None:
+            advance(1)
+
+        rows = {
+            "ctxcore, cache: auto": row(run_ctxcore(messages, budget, times, "auto", host, on_call=step)),
+            "ctxcore, cache: off": row(run_ctxcore(messages, budget, times, "off", host, on_call=step)),
+            "LangChain trim_messages, breakpoints on system + end": row(run_langchain(messages, budget, times, step)),
+            "ctxcore, cache: auto, no idle pauses": row(run_ctxcore(messages, budget, _steady(times), "auto", host,
+                                                                    on_call=step)),
+            "LangChain, no idle pauses": row(run_langchain(messages, budget, _steady(times), step)),
+            f"ctxcore, cache: auto, water marks {ANTHROPIC_MARKS[0]}/{ANTHROPIC_MARKS[1]}":
+                row(run_ctxcore(messages, budget, times, "auto", host, ANTHROPIC_MARKS, on_call=step)),
+        }
     auto, lc = rows["ctxcore, cache: auto"], rows["LangChain trim_messages, breakpoints on system + end"]
     ratio = lc["anthropic_cost"] / auto["anthropic_cost"] if auto["anthropic_cost"] else float("inf")
     goals = {
@@ -193,13 +208,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=None, help="transcript length (default 2000; 160 with --quick)")
     parser.add_argument("--budget", type=int, default=None, help="input budget (default 32000; 6000 with --quick)")
     parser.add_argument("--no-write", action="store_true", help="print only; do not write docs or the JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr (there is none in a pipe anyway)")
     args = parser.parse_args(argv)
     n = args.messages or (160 if args.quick else 2000)
     budget = args.budget or (6000 if args.quick else 32000)
     command = ("python bench/caching_rules.py " + " ".join(argv if argv is not None else sys.argv[1:])).strip()
-    data = run(n, budget, command)
+    data = run(n, budget, command, quiet=args.quiet)
     text = markdown(data)
     print(text)
+    if not args.quick:
+        for name, (value, required, met) in data["goals"].items():
+            report_row("caching_rules.py", name, met, f"{value:.3f} {required}" if isinstance(value, float) else f"{value} {required}")
     if not (args.quick or args.no_write):
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The five corpora the ``approximate`` counter is calibrated and checked on.
+"""The corpora the ``approximate`` counter is calibrated and checked on.
 
 - english: English prose shipped in bench/corpora (public-domain passages and
   prose written for this repository);
@@ -7,7 +7,9 @@
 - python: real Python source, a fixed list of modules of the running
   interpreter's standard library (nothing to ship);
 - json: JSON generated deterministically (seeded): API-style records with hex
-  ids, timestamps, numbers, nested objects, both indented and compact.
+  ids, timestamps, numbers, nested objects, both indented and compact;
+- eight more JSON shapes (``json_*``) and three held-out ones (``heldout_*``,
+  measured but never fitted on), generated in bench/json_corpora.py.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import random
 import sysconfig
 from pathlib import Path
 
-__all__ = ["CORPORA", "load_corpus", "load_corpora"]
+from json_corpora import FITTED, HELD_OUT, json_corpus
+
+__all__ = ["CORPORA", "HELD_OUT", "load_corpus", "load_corpora"]
 
 HERE = Path(__file__).resolve().parent / "corpora"
-CORPORA = ("english", "chinese", "mixed", "python", "json")
+CORPORA = ("english", "chinese", "mixed", "python", "json", *FITTED)  # the rates are fitted on these
 PYTHON_MODULES = (
     "textwrap.py", "shlex.py", "heapq.py", "fractions.py", "json/__init__.py", "json/encoder.py",
     "json/decoder.py", "string.py", "dataclasses.py", "contextlib.py",
@@ -71,16 +75,18 @@ def _json_text() -> str:
 
 
 def load_corpus(name: str) -> str:
-    """The text of corpus ``name`` (one of :data:`CORPORA`)."""
+    """The text of corpus ``name`` (one of :data:`CORPORA` or :data:`HELD_OUT`)."""
     if name in _FILES:
         return (HERE / _FILES[name]).read_text(encoding="utf-8")
     if name == "python":
         return _python_source()
     if name == "json":
         return _json_text()
-    raise KeyError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
+    if name in FITTED or name in HELD_OUT:
+        return json_corpus(name)
+    raise KeyError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA + HELD_OUT)}")
 
 
-def load_corpora() -> dict[str, str]:
-    """Every corpus by name."""
-    return {name: load_corpus(name) for name in CORPORA}
+def load_corpora(*, held_out: bool = False) -> dict[str, str]:
+    """Every fitted corpus by name, then the held-out ones when ``held_out``."""
+    return {name: load_corpus(name) for name in CORPORA + (HELD_OUT if held_out else ())}

@@ -63,6 +63,7 @@ if str(BENCH) not in sys.path:
 import ctxcore_counters.plugin  # noqa: E402
 import ctxcore_filters.plugin  # noqa: E402
 import ctxcore_providers.plugin  # noqa: E402
+from bench_rows import report_row  # noqa: E402
 from ctxcore_counters.tiktoken_counter import TiktokenCounter  # noqa: E402
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, trim_messages  # noqa: E402
 from langchain_side import ExactCl100kCounter, MemoizedCl100kCounter, to_langchain  # noqa: E402
@@ -515,6 +516,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         log(f"wrote the raw results to {out}")
+    if config.judged:
+        for g in results.guards:
+            report_row("perf.py", g.name, g.met, f"{g.ratio:.2f} {g.op} {g.bound:g}")
     if config.judged and results.failed:
         print("bench/perf.py: guard not met: " + "; ".join(g.name for g in results.failed), file=sys.stderr)
         return 1

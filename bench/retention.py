@@ -33,6 +33,8 @@ after appending a turn to a history of 2,000 and 20,000 messages, with and
 without recall, and LangChain's ``trim_messages`` over the same history with
 its counts memoised per message, in one process (CPU time, the median of
 several next turns): compare the ratios, not the numbers across runs.
+
+On a terminal a progress bar runs on stderr (nothing in a pipe or with ``--quiet``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ BENCH = ROOT / "bench"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
+from bench_progress import Advance, progress_bar  # noqa: E402
 from report_table import markdown_table, write_section  # noqa: E402
 
 SECTION = "retention"
@@ -280,8 +283,15 @@ SYSTEMS: dict[str, Callable[[int], Callable[[Case], tuple[str, int]]]] = {
 }
 
 
-def retention(cases: list[Case], budgets: tuple[int, ...]) -> dict[str, dict[str, Any]]:
-    """Per system and budget: the share of lexical / paraphrased / all cases retained, and mean request tokens."""
+def _no_progress(steps: int = 1) -> None:
+    return None
+
+
+def retention(cases: list[Case], budgets: tuple[int, ...], advance: Advance = _no_progress) -> dict[str, dict[str, Any]]:
+    """Per system and budget: the share of lexical / paraphrased / all cases retained, and mean request tokens.
+
+    ``advance()`` is called after each case of each system and budget.
+    """
     out: dict[str, dict[str, Any]] = {}
     for name, make in SYSTEMS.items():
         row: dict[str, Any] = {}
@@ -293,6 +303,7 @@ def retention(cases: list[Case], budgets: tuple[int, ...]) -> dict[str, dict[str
                 text, used = run(case)
                 hits[case.kind].append(case.answer in text)
                 tokens.append(used)
+                advance(1)
             every = hits["lexical"] + hits["paraphrased"]
             row[str(budget)] = {kind: sum(v) / len(v) if v else 0.0 for kind, v in hits.items()}
             row[str(budget)]["all"] = sum(every) / len(every)
@@ -348,13 +359,17 @@ def langchain_next_turn_seconds(size: int, budget: int = 8_000, turns: int = 7) 
     return statistics.median(times)
 
 
-def next_turns(sizes: tuple[int, ...]) -> dict[str, dict[str, float]]:
-    """Next-turn build time with and without recall, their ratio, and LangChain's memoised trim, per history size."""
+def next_turns(sizes: tuple[int, ...], advance: Advance = _no_progress) -> dict[str, dict[str, float]]:
+    """Next-turn build time with and without recall, their ratio, and LangChain's memoised trim, per history size.
+
+    ``advance()`` is called after each size.
+    """
     out = {}
     for size in sizes:
         without, with_recall = next_turn_seconds(size, False), next_turn_seconds(size, True)
         out[str(size)] = {"without": without, "with": with_recall, "ratio": with_recall / without if without else 0.0,
                           "langchain": langchain_next_turn_seconds(size)}
+        advance(1)
     return out
 
 
@@ -384,13 +399,20 @@ def markdown(results: dict[str, Any]) -> str:
     ])
 
 
-def run(n_cases: int, seed: int, budgets: tuple[int, ...], sizes: tuple[int, ...], target_tokens: int, command: str) -> dict[str, Any]:
-    """Generate the cases, measure every system and the next turns; the results as a dict."""
+def run(n_cases: int, seed: int, budgets: tuple[int, ...], sizes: tuple[int, ...], target_tokens: int, command: str,
+        *, quiet: bool = False) -> dict[str, Any]:
+    """Generate the cases, measure every system and the next turns; the results as a dict.
+
+    A progress bar runs on stderr on a terminal unless ``quiet``.
+    """
     cases = make_cases(n_cases, seed, target_tokens)
     enc = encoding()
     mean_tokens = statistics.mean(sum(len(enc.encode(m["content"] or "")) for m in c.messages) for c in cases[:20])
+    steps = len(SYSTEMS) * len(budgets) * len(cases) + len(sizes)
+    with progress_bar("retention", steps, quiet=quiet) as advance:
+        kept, turns = retention(cases, budgets, advance), next_turns(sizes, advance)
     return {"command": command, "cases": n_cases, "seed": seed, "budgets": list(budgets), "mean_tokens": mean_tokens,
-            "retention": retention(cases, budgets), "next_turn": next_turns(sizes)}
+            "retention": kept, "next_turn": turns}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,13 +423,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few small cases and small histories (smoke test)")
     parser.add_argument("--doc", type=Path, default=None, help="write the tables into this page's bench:retention section")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr (there is none in a pipe anyway)")
     args = parser.parse_args(argv)
     command = "python bench/retention.py" + "".join(
         f" {flag}" for flag in (f"--cases {args.cases}" if args.cases != 300 else "", "--quick" if args.quick else "") if flag)
     if args.quick:
-        results = run(min(args.cases, 8), args.seed, (1_000, 4_000), (200,), 6_000, command)
+        results = run(min(args.cases, 8), args.seed, (1_000, 4_000), (200,), 6_000, command, quiet=args.quiet)
     else:
-        results = run(args.cases, args.seed, BUDGETS, NEXT_TURN_SIZES, TARGET_TOKENS, command)
+        results = run(args.cases, args.seed, BUDGETS, NEXT_TURN_SIZES, TARGET_TOKENS, command, quiet=args.quiet)
     body = markdown(results)
     print(body)
     doc = args.doc

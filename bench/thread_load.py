@@ -41,6 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_rows import report_row  # noqa: E402
 from report_table import markdown_table, write_section  # noqa: E402
 
 DOC = ROOT / "docs" / "persistence.md"
@@ -300,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     body = render(outcomes, command)
     print(body)
     failed = [o for o in outcomes if not o.ok]
+    for o in outcomes:
+        report_row("thread_load.py", f"{o.backend}: no turn lost, duplicated or reordered", o.ok,
+                   f"lost {o.lost}, duplicated {o.duplicated}, reordered {o.reordered}")
     for o in failed:
         print(f"bench/thread_load.py: {o.backend} FAILED: lost {o.lost}, duplicated {o.duplicated}, reordered {o.reordered}, "
               f"StaleWrite on unshared threads {o.stale_private}; {'; '.join(o.problems)[:4000]}", file=sys.stderr)

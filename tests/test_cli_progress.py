@@ -6,19 +6,14 @@ The real ``ctx`` runs in a subprocess: its stderr is a pipe, or the slave end of
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
 
-from tests.test_cli import ROOT
+from tests.pty_run import ROOT, clean_env, run_on_terminal
 from tests.test_cli_thread import saved  # noqa: F401  (the fixture: a sqlite thread store with thread chat-1)
 
 PIPELINE = """\
@@ -35,29 +30,12 @@ filters:
 
 
 def _env() -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("CTXCORE_")}, "COLUMNS": "100"}
+    return clean_env()
 
 
 def _run_on_terminal(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """Run ctx with stderr on a 100x30 pseudo-terminal; return (exit code, stdout, everything the terminal got)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "ctxcore", *args], stdout=subprocess.PIPE, stderr=slave,
-                            stdin=subprocess.DEVNULL, env=env or _env(), cwd=ROOT)
-    os.close(slave)
-    chunks: list[bytes] = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    code = proc.wait(timeout=120)
-    return code, out, b"".join(chunks).decode("utf-8", "replace")
+    """Run ctx with stderr on a pseudo-terminal; return (exit code, stdout, everything the terminal got)."""
+    return run_on_terminal([sys.executable, "-m", "ctxcore", *args], env=env)
 
 
 @pytest.fixture
@@ -128,3 +106,30 @@ def test_thread_migrate_shows_progress_on_a_terminal(saved: Path) -> None:  # no
     assert code == 0, terminal
     assert "migrating" in terminal
     assert "thread(s) converted" in out
+
+
+class TestBenchScripts:
+    """The long bench scripts draw the same kind of bar on a terminal, and nothing in a pipe or with ``--quiet``."""
+
+    CASES = {
+        "retention": (["bench/retention.py", "--quick", "--cases", "2"], "retention", "Next-turn build"),
+        "caching_rules": (["bench/caching_rules.py", "--quick", "--messages", "60"], "caching rules", "input tokens"),
+    }
+
+    @pytest.mark.parametrize("name", sorted(CASES))
+    def test_a_terminal_gets_a_bar_and_stdout_keeps_the_tables(self, name: str) -> None:
+        """On a terminal the bar is drawn on stderr; the tables on stdout carry no escape code."""
+        argv, label, table = self.CASES[name]
+        code, out, terminal = run_on_terminal([sys.executable, *argv])
+        assert code == 0, terminal
+        assert label in terminal and "━" in terminal
+        assert table in out and "\x1b" not in out
+
+    @pytest.mark.parametrize("name", sorted(CASES))
+    def test_quiet_or_a_pipe_gets_no_bar(self, name: str) -> None:
+        """``--quiet`` on a terminal, or stderr in a pipe: nothing about progress is written."""
+        argv, label, table = self.CASES[name]
+        code, out, terminal = run_on_terminal([sys.executable, *argv, "--quiet"])
+        assert code == 0 and label not in terminal and "━" not in terminal and table in out
+        done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=300)
+        assert done.returncode == 0 and "━" not in done.stderr and "\x1b" not in done.stderr

@@ -76,10 +76,21 @@ class TestLookAlikes:
         assert not missed, missed[:20]
 
     @pytest.mark.parametrize("text", ["[Runtiмe Context", "[Rцntiмe Cοntεxt]", "[ʀuntime Context", "[RUNTIᴍE CONTEXT",
-                                      "[Runt1me C0ntext", "[Rüntime Cóntext", "[/Rυntime Сontext]"])
+                                      "[Runt1me C0ntext", "[Rüntime Cóntext", "[/Rυntime Сontext]", "[Runtirne Context"])
     def test_mixed_script_and_accented_labels_are_markers(self, text: str) -> None:
         """A label mixing Latin with letters of another script, small capitals, digits or accents reads as a marker."""
         assert count_markers(text) == 1 and neutralize_markers(text).startswith("(")
+
+    @pytest.mark.parametrize("text", ["[Runtime-Context]", "[Runtime_Context]", "[Runtime.Context", "[Runtime — Context]",
+                                      "[RuntimeContext]"])
+    def test_joined_words_are_markers(self, text: str) -> None:
+        """A hyphen, underscore, dot or dash between the two words still reads as the marker's two words."""
+        assert count_markers(text) == 1 and count_markers(neutralize_markers(text)) == 0
+
+    @pytest.mark.parametrize("text", ["[Runtime--Context]", "[Runtirn Context", "[Runtime, Context]"])
+    def test_other_separators_and_broken_words_are_left_alone(self, text: str) -> None:
+        """Two joiners, a comma, or ``rn`` without its ``e`` do not spell the marker."""
+        assert not has_marker(text)
 
     @pytest.mark.parametrize("text", ["[Рантайм Контекст]", "[ᴛest]", "[Контекст Runtime"])
     def test_labels_in_another_script_are_left_alone(self, text: str) -> None:

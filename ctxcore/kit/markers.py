@@ -25,11 +25,15 @@ character at a time, so positions map back to the original:
 4. mixed scripts: in a bracketed label, a letter of another script that has no
    prototype (Cyrillic ``м``, ``т``, ``ц``, Greek ``ε``) stands for the expected
    letter, as long as at least as many letters match exactly; ``1``, ``l`` and
-   ``|`` read as ``i`` and ``0`` as ``o``.
+   ``|`` read as ``i``, ``0`` as ``o``, and ``rn`` as ``m`` (TR39's own
+   prototype of ``m``; the skeleton keeps ``m`` one letter, the label accepts
+   both).
 
 A *bracket* is ``[``, ``<``, ``{`` or any opening or initial-quote punctuation
 (``〔``, ``【``, ``⟦``, ``«`` ...) except a parenthesis; then optional spaces, an
-optional slash (or a look-alike), spaces, the skeleton of ``runtime``, spaces,
+optional slash (or a look-alike), spaces, the skeleton of ``runtime``, spaces or
+one joiner (a hyphen, underscore or dot, a look-alike of one, or any dash or
+connector punctuation: ``[Runtime-Context``, ``[Runtime — Context``),
 the skeleton of ``context``. :func:`neutralize_markers` replaces the bracket of
 each match with ``(``, which is not a bracket, so the function is idempotent and
 a neutralised marker stays readable. The scan is linear: a C-level search finds
@@ -150,6 +154,8 @@ def _targets() -> tuple[str, str, str]:
 
 #: skeleton characters a reader takes for a marker letter (TR39 maps I, 1 and | to l; 0 reads as o)
 _READS_AS = {"i": "il1|", "o": "o0"}
+#: what may join the two words of a label instead of a space (a reader still sees two words)
+_JOINERS = "-_."
 
 
 class _Scan:
@@ -173,10 +179,32 @@ class _Scan:
         while self.ch and self.ch.isspace():
             self.advance()
 
+    def skip_joiner(self) -> None:
+        """Spaces, or at most one joiner with spaces around it (``Runtime - Context``, ``Runtime_Context``)."""
+        self.skip_space()
+        if self.ch and (self.ch in _JOINERS or (self.first and unicodedata.category(self.orig) in ("Pd", "Pc"))):
+            self.rest = ""  # the whole joiner, whatever its skeleton
+            self.advance()
+            self.skip_space()
+
+    def pair(self, first: str, second: str) -> bool:
+        """Consume ``first`` then ``second`` (``rn`` read as ``m``) and say so, or consume nothing."""
+        saved = (self.pos, self.rest, self.ch, self.orig, self.first)
+        if self.ch == first:
+            self.advance()
+            if self.ch == second:
+                self.advance()
+                return True
+        self.pos, self.rest, self.ch, self.orig, self.first = saved
+        return False
+
     def letter(self, expected: str) -> bool:
         """Consume one letter of the label: the expected one, one that reads as it, or a foreign-script letter."""
         if self.ch and self.ch in _READS_AS.get(expected, expected):
             self.exact += 1
+        elif expected == "m" and self.pair("r", "n"):
+            self.exact += 1
+            return True
         elif self.first and _foreign_letter(self.orig):  # mixed script: any Cyrillic/Greek/... letter may stand in
             self.wild += 1
             self.rest = ""
@@ -200,11 +228,13 @@ def _matches_at(text: str, i: int) -> bool:
     if scan.ch and (scan.ch in slash or scan.ch == "\\"):
         scan.advance()
         scan.skip_space()
-    for word in (first, second):
-        for expected in word:
-            if not scan.letter(expected):
-                return False
-        scan.skip_space()
+    for expected in first:
+        if not scan.letter(expected):
+            return False
+    scan.skip_joiner()
+    for expected in second:
+        if not scan.letter(expected):
+            return False
     return scan.exact >= scan.wild
 
 

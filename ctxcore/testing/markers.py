@@ -4,8 +4,8 @@
 way an attacker would: other brackets and slashes, full-width and mathematical
 letters (NFKC-equivalent), homoglyphs drawn from the whole of Unicode's
 confusables table (and small capitals and other-script letters it does not
-list), invisible characters
-between letters, odd spacing and case. ``text_with_markers()`` hides some in
+list, and ``rn`` for ``m``), invisible characters
+between letters, odd spacing, a dash or underscore between the words, and case. ``text_with_markers()`` hides some in
 random text. A provider or filter that passes untrusted text on can assert that
 ``ctxcore.kit.count_markers`` of its output is 0 for any such input.
 
@@ -62,6 +62,7 @@ _BRACKETS = "[［〔【⟦⟨〈「『❲«‹<{﹝⁅"
 _SLASHES = ["/", "／", "⁄", "∕", "⧸", "╱", "\\"]
 _INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u034f", "\u180e", "\u2061", "\U000e0020", "\ufe0f"]
 _SPACES = ["", " ", "  ", "\u3000", "\u00a0", "\t", "\n", "\u2003"]
+_JOINERS = ["-", "_", ".", " - ", "‐", "—", "‿", "﹏"]  # between the words, where a reader still sees two words
 
 
 def _letter_variants(c: str) -> list[str]:
@@ -71,6 +72,8 @@ def _letter_variants(c: str) -> list[str]:
         base = 0x1D400 if c.isupper() else 0x1D41A  # mathematical bold
         out.append(chr(base + ord(c.upper()) - ord("A")))
     out.extend(homoglyphs(c))
+    if c.lower() == "m":
+        out.append("rn")  # TR39's own prototype of m
     return out
 
 
@@ -88,7 +91,7 @@ def marker_lookalike() -> Any:
         st.one_of(st.just(""), st.sampled_from(_SLASHES)),
         st.sampled_from(_SPACES),
         word("Runtime"),
-        st.sampled_from(_SPACES),
+        st.sampled_from(_SPACES + _JOINERS),
         word("Context"),
         st.sampled_from(["]", "］", "", " —", "〕"]),
     ).map("".join)

@@ -15,9 +15,11 @@ that property. A feature is then a popcount of a few shifts and ands of lanes,
 e.g. word starts are ``L & ~(L << 1)`` (a letter whose predecessor is not
 one), and letters past the fifth of a word are six letters in a row,
 ``L & L<<1 & ... & L<<5``. Digit groups (``ceil(len/3)`` per run) count the
-runs of at least 1, 4, 7... digits. Long runs that look random (base64, hex)
-are found with ``bytes.find`` and priced per character, their own words, digits
-and marks taken back out.
+runs of at least 1, 4, 7... digits. Long runs that look random (base64: mixed
+case) are found with ``bytes.find``, priced per character and blanked before
+the lanes are counted again (only texts with such a run pay that). Hex ids and
+digests are not among them: the pre-tokenizers already cut them into the
+letter and digit pieces the lanes count.
 
 **Non-ASCII features** (only when ``str.isascii`` is false). The UTF-16 code
 units are split into high and low bytes; each goes through a translate into a
@@ -37,14 +39,20 @@ takes that per-code-point route for all its non-ASCII characters.
 The result equals a piece-by-piece scan of the same model (the tests keep one
 as the reference). The pieces are the ones the pre-tokenizers cut (see
 ``approximate.py``); the differences from them are small and absorbed by the
-calibration: a camelCase word is split into parts for the part count only, and
-underscores count as punctuation.
+calibration: a camelCase word's humps are a feature of their own (cl100k
+often keeps a common camelCase word whole, o200k cuts it at the hump), and
+underscores count as punctuation. Where the pieces do differ from the
+pre-tokenizers' by rule, the lanes follow the rule: a single mark before a word
+joins it unless a space comes before the mark (`` (self`` is two pieces), a
+number takes no leading space (the space is a piece of its own), and line
+breaks right after punctuation join it (``",\n``).
 """
 
 from __future__ import annotations
 
 import codecs
 import functools
+import operator
 import re
 import string
 from typing import TYPE_CHECKING
@@ -68,16 +76,18 @@ FEATURES = (
     "punct_runs",    # punctuation runs not absorbed into the following word
     "punct_extra",   # characters beyond the first in those runs
     "cjk_punct",     # full-width / CJK punctuation characters
-    "indents",       # runs of two or more spaces or tabs (or trailing ones)
-    "newlines",      # groups of line breaks
-    "random_chars",  # characters of long random-looking runs (base64, hex)
+    "indents",       # runs of two or more spaces or tabs (or trailing ones), and a space before a digit
+    "newlines",      # groups of line breaks, less those right after punctuation (the pre-tokenizers join them to it)
+    "random_chars",  # characters of long random-looking runs (base64)
     "symbols",       # other non-ASCII symbols (box drawing, arrows, dashes, currency)
     "emoji",         # emoji and other astral-plane symbols
+    "humps",         # camelCase humps (a lower-case letter then an upper-case one) inside Latin words
+    "joined_marks",  # single punctuation marks joined to the word after them (`.append`, `"key`, `\\u00e9`)
 )
 (_PARTS, _EXTRA, _LETTERS, _CJK, _CJK_RARE, _KANA, _HANGUL, _DIGITS, _PUNCT_RUNS, _PUNCT_EXTRA, _CJK_PUNCT,
- _INDENTS, _NEWLINES, _RANDOM, _SYMBOLS, _EMOJI) = range(len(FEATURES))
+ _INDENTS, _NEWLINES, _RANDOM, _SYMBOLS, _EMOJI, _HUMPS, _JOINED) = range(len(FEATURES))
 _WORD_FREE = 5  # letters a word may have and still be priced as one token (the lanes below hard-code it)
-_RUN_MIN = 20  # an unbroken run this long may be base64 or a hex id (the lanes below hard-code it)
+_RUN_MIN = 20  # an unbroken run this long may be base64 (the lanes below hard-code it)
 
 # --- ASCII: flag bytes, one bit per property ---------------------------------------------------------------
 
@@ -110,7 +120,7 @@ _FLAGS = _flag_table()
 _CONTINUATION = bytes(range(0x80, 0xC0))  # deleted: a non-ASCII character leaves one flag byte (its lead byte)
 _RUN_VIEW = bytes(ord("x") if value & _RUNCHAR else ord(" ") for value in range(256))  # of flag bytes
 _RUN_NEEDLE = b"x" * _RUN_MIN
-_RUN_DIGIT, _RUN_UPPER, _RUN_LOWER = (bytes([_FLAGS[ord(c)]]) for c in "0Aa")
+_RUN_UPPER, _RUN_LOWER = (bytes([_FLAGS[ord(c)]]) for c in "Aa")
 # 8x8 bit transpose of every 64-bit word (Hacker's Delight, transpose8): masks of the three swap steps.
 _SWAPS = ((7, 0x00AA00AA00AA00AA), (14, 0x0000CCCC0000CCCC), (28, 0x00000000F0F0F0F0))
 _MASK_BYTES = 1 << 16  # masks this long are kept (3 x 64 KiB); a longer text builds its own, also O(length)
@@ -148,7 +158,8 @@ def _ascii(flags: bytes, f: list[float]) -> int:
     letter, upper, digit, space, brk, mark, run, lower = _lanes(flags)
     letter2 = letter & (letter << 1)  # a letter after a letter
     letter4 = letter2 & (letter2 << 2)
-    f[_PARTS] += (letter ^ letter2).bit_count() + (lower & (upper >> 1)).bit_count()  # word starts + humps
+    f[_PARTS] += (letter ^ letter2).bit_count()  # word starts
+    f[_HUMPS] += (lower & (upper >> 1)).bit_count()
     f[_EXTRA] += (letter4 & (letter2 << 4)).bit_count()  # the 6th, 7th... letter of a word
     digit2 = digit & (digit << 1)
     starts = digit ^ digit2
@@ -162,12 +173,16 @@ def _ascii(flags: bytes, f: list[float]) -> int:
     f[_DIGITS] += groups
     mark2 = mark & (mark << 1)
     starts = mark ^ mark2
-    f[_PUNCT_RUNS] += starts.bit_count() - (starts & (letter >> 1)).bit_count()  # a lone mark joins the word
+    # a lone mark before a letter joins the word, unless a space before it takes it (` (self`: two pieces)
+    joined = (starts & (letter >> 1) & ~(space << 1)).bit_count()
+    f[_PUNCT_RUNS] += starts.bit_count() - joined
+    f[_JOINED] += joined
     f[_PUNCT_EXTRA] += mark2.bit_count()
     space2 = space & (space << 1)
     # runs of two or more spaces, less those that end at a line break (they join it)
     f[_INDENTS] += ((space ^ space2) & (space >> 1)).bit_count() - (space2 & (brk >> 1)).bit_count()
-    f[_NEWLINES] += (brk & ~(brk << 1)).bit_count()
+    f[_INDENTS] += (space & (digit >> 1)).bit_count()  # numbers take no leading space: it is a token of its own
+    f[_NEWLINES] += (brk & ~(brk << 1) & ~(mark << 1)).bit_count()
     return run
 
 
@@ -179,26 +194,28 @@ def _has_long_run(run: int) -> bool:
     return bool(run8 & (run8 << 8) & (run4 << 16))
 
 
-def _random_runs(flags: bytes, f: list[float]) -> None:
-    """Long base64/hex-looking runs are priced per character instead of as words, digits and marks."""
+def _random_runs(flags: bytes, f: list[float]) -> bytes | None:
+    """Long base64-looking runs (a fifth of them upper-case, a fifth lower-case) are priced per character.
+
+    Returns ``flags`` with those runs blanked ('other' bytes, which no ASCII feature counts), for the
+    lanes to be counted again, or None when no run looks random. A hex run is left to the ASCII
+    features: the pre-tokenizers cut it at every letter/digit change, which is what they count.
+    """
     view = flags.translate(_RUN_VIEW)
-    picked = []
+    kept: list[bytes] = []
+    done = 0
     start = view.find(_RUN_NEEDLE)
     while start >= 0:
         end = view.find(b" ", start + _RUN_MIN)
         if end < 0:
             end = len(view)
         run, n = flags[start:end], end - start
-        upper, lower = run.count(_RUN_UPPER), run.count(_RUN_LOWER)
-        if run.count(_RUN_DIGIT) * 10 >= n or (upper * 5 >= n and lower * 5 >= n):
-            picked.append(run)
+        if run.count(_RUN_UPPER) * 5 >= n and run.count(_RUN_LOWER) * 5 >= n:
+            kept += (flags[done:start], bytes(n))
+            done = end
             f[_RANDOM] += n
         start = view.find(_RUN_NEEDLE, end)
-    if picked:
-        part = [0.0] * len(FEATURES)
-        _ascii(b"\0".join(picked), part)  # each run on its own: the 'other' byte between them keeps them apart
-        for i in (_PARTS, _EXTRA, _DIGITS, _PUNCT_RUNS, _PUNCT_EXTRA):
-            f[i] -= part[i]
+    return b"".join(kept) + flags[done:] if kept else None
 
 
 # --- non-ASCII: kinds of UTF-16 code units --------------------------------------------------------------
@@ -380,9 +397,10 @@ def count_features(text: str) -> list[float]:
             flags = _OTHER_RUN.sub(b"\0", raw.translate(_FLAGS))
         else:
             flags = raw.translate(_FLAGS, _CONTINUATION)
-    run = _ascii(flags, f)
     if flags[-1] == _SPACE and (len(flags) == 1 or flags[-2] != _SPACE):
         f[_INDENTS] += 1  # one trailing space is a token of its own
-    if _has_long_run(run):
-        _random_runs(flags, f)
-    return f
+    counted = [0.0] * len(FEATURES)
+    if _has_long_run(_ascii(flags, counted)) and (blanked := _random_runs(flags, f)) is not None:
+        counted = [0.0] * len(FEATURES)
+        _ascii(blanked, counted)  # the lanes again, without the runs priced per character
+    return list(map(operator.add, f, counted))

@@ -8,17 +8,20 @@ against the real tokenizer of the chosen ``family`` (cl100k or o200k):
   the frequent ones (a single cl100k token each, listed in ``_cjk_common``) and
   the rest (two or three byte-level tokens each); o200k's larger vocabulary
   holds many more CJK words, so its rates are much lower;
-- Latin words (split at camelCase humps): one token up to a calibrated length,
-  then a fraction of a token per extra letter; other alphabets per character;
+- Latin words: one token up to a calibrated length, then a fraction of a token
+  per extra letter; camelCase humps and a single mark joined to a word a
+  fraction each; other alphabets per character;
 - digits: one token per group of up to three (both encodings split numbers so);
-- punctuation runs, CJK punctuation, runs of spaces (indentation), line breaks;
-- long unbroken runs that look random (base64, hex ids, hashes): per character;
+- punctuation runs, CJK punctuation, runs of spaces (indentation, the space
+  before a number), line breaks (free right after punctuation, which takes them);
+- long unbroken runs that look random (base64): per character;
 - other non-ASCII symbols (box drawing, arrows) and emoji: per character.
 
 The rates come from ``bench/calibrate_approximate.py`` on the repository's
 corpora and are scaled so the estimate errs on the high side: within -5% ...
 +12% of the real count on English and Chinese prose, mixed Chinese/English
-technical text, Python source and JSON (table in docs/counters.md).
+technical text, Python source and nine shapes of JSON, and on three held-out
+JSON corpora (table in docs/counters.md).
 """
 
 from __future__ import annotations
@@ -67,8 +70,8 @@ class Rates:
 
 #: calibrated rates per family (from bench/calibrate_approximate.py; see docs/counters.md).
 RATES: dict[str, Rates] = {
-    "cl100k": Rates((1.022, 0.0623, 0.6, 0.9449, 2.3065, 1.1, 1.3, 1.0, 0.9997, 0.0647, 1.0, 1.1522, 1.0, 0.6484, 0.9, 2.8)),
-    "o200k": Rates((0.9502, 0.1457, 0.3, 0.5995, 1.4487, 0.9, 0.8, 1.0, 1.1326, 0.0581, 1.0, 0.9855, 1.0, 0.5521, 0.7, 1.6)),
+    "cl100k": Rates((1.0297, 0.0623, 0.6, 0.8722, 2.4714, 1.1, 1.3, 1.0, 1.0, 0.0651, 1.0, 1.0, 1.0, 0.7146, 0.9, 2.8, 0.3772, 0.2368)),
+    "o200k": Rates((0.9575, 0.1457, 0.3, 0.5352, 1.5923, 0.9, 0.8, 1.0, 1.0, 0.0745, 1.0, 1.0, 1.0, 0.6955, 0.7, 1.6, 0.2506, 0.3609)),
 }
 
 

@@ -32,10 +32,29 @@ def test_cell_within_band(key: tuple[str, str]) -> None:
     assert bench.LOW <= cell.error <= bench.HIGH, f"{key}: {cell.error:+.1f}% ({cell.approximate} vs {cell.real})"
 
 
-def test_table_covers_five_corpora_and_two_families() -> None:
-    """The table has the five corpus kinds for both families."""
-    assert {c for c, _ in CELLS} == {"english", "chinese", "mixed", "python", "json"}
+def test_table_covers_every_corpus_and_both_families() -> None:
+    """The table has the prose, code and JSON corpora and the held-out JSON ones, for both families."""
+    from counter_corpora import CORPORA, HELD_OUT
+
+    assert {c for c, _ in CELLS} == set(CORPORA) | set(HELD_OUT)
+    assert {"english", "chinese", "mixed", "python", "json"} <= set(CORPORA)
+    assert len([c for c in CORPORA if c.startswith("json_")]) == 8 and len(HELD_OUT) == 3
     assert {f for _, f in CELLS} == {"cl100k", "o200k"}
+
+
+def test_held_out_corpora_are_not_fitted_on() -> None:
+    """The calibration loads only the fitted corpora, so the held-out rows measure text the rates never saw."""
+    from counter_corpora import HELD_OUT, load_corpora
+
+    assert not set(load_corpora()) & set(HELD_OUT)
+
+
+def test_generated_corpora_are_the_same_every_run() -> None:
+    """The JSON corpora come from fixed seeds: generating them again gives the same text (the table stays current)."""
+    from json_corpora import FITTED, HELD_OUT, json_corpus
+
+    for name in FITTED + HELD_OUT:
+        assert json_corpus(name) == json_corpus(name)
 
 
 def test_docs_table_is_current() -> None:

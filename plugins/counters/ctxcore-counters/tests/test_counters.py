@@ -357,19 +357,28 @@ class TestApproximateFeatures:
         return {k: v for k, v in zip(FEATURES, features(text), strict=True) if v}
 
     def test_words_parts_and_long_words(self) -> None:
-        """Words start parts, camelCase humps start more, letters past five of a word are extra."""
-        assert self.counts("hello camelCaseName ab") == {"parts": 5, "extra_letters": 13 - 5}
+        """Words are parts, camelCase humps are counted apart, letters past five of a word are extra."""
+        assert self.counts("hello camelCaseName ab") == {"parts": 3, "humps": 2, "extra_letters": 13 - 5}
 
     def test_digits_marks_spaces_and_breaks(self) -> None:
-        """Digit groups of three, a mark before a word is free, runs of spaces and line breaks are one each."""
-        got = self.counts("x = 1234567;\n\n    .attr !!")
-        assert got["digit_groups"] == 3 and got["newlines"] == 1 and got["indents"] == 1
-        assert got["punct_runs"] == 3 and got["punct_extra"] == 1  # '=', ';', '!!' ('.attr' absorbs its dot)
+        """Digit groups of three, a mark joins the word after it, runs of spaces and line breaks are one each."""
+        got = self.counts("x = 1234567\n\n    foo.attr !!")
+        assert got["digit_groups"] == 3 and got["newlines"] == 1 and got["indents"] == 2  # '    ', ' ' before 1234567
+        assert got["punct_runs"] == 2 and got["punct_extra"] == 1 and got["joined_marks"] == 1  # '=', '!!'; '.attr'
+
+    def test_pieces_the_pre_tokenizers_cut(self) -> None:
+        """A space takes a lone mark from the word after it; a line break after punctuation joins it."""
+        assert self.counts("f (self") == {"parts": 2, "punct_runs": 1}  # 'f', ' (', 'self'
+        # the pieces: '{"', 'a', '":', ' ', '1', ',\n', '"b', '":', ' ', '2', '}\n'
+        assert self.counts('{"a": 1,\n"b": 2}\n') == {"parts": 2, "joined_marks": 1, "punct_runs": 5, "punct_extra": 3,
+                                                      "digit_groups": 2, "indents": 2}
 
     def test_random_runs_are_priced_per_character(self) -> None:
-        """A 32-character hex id is one random run, not words and digits."""
-        got = self.counts("id 3f2a9c1be4d07a6f5e8b2c9d1a0f4e7b")
-        assert got["random_chars"] == 32 and got["parts"] == 1 and "digit_groups" not in got
+        """A 24-character base64 run is priced per character, not as words and digits; a hex id stays pieces."""
+        got = self.counts("key aGVsbG8gV29ybGQhIFRoaXM=")
+        assert got["random_chars"] == 24 and got["parts"] == 1 and "digit_groups" not in got and "humps" not in got
+        got = self.counts("id 3f2a9c1be4d07a6f5e8b2c9d1a0f4e7b")  # cut at every letter/digit change, as tiktoken does
+        assert "random_chars" not in got and got["digit_groups"] == 15 and got["parts"] == 1 + 15
 
     def test_non_ascii_characters_by_kind(self) -> None:
         """CJK (frequent or not), kana, hangul, CJK punctuation, other letters, symbols and emoji per character."""
