@@ -15,13 +15,17 @@ import caching_rules as cr  # noqa: E402
 
 
 def test_quick_run_orders_the_three_builders_sensibly(host: Any) -> None:
-    """cache: auto reads and writes, cache: off caches nothing under Anthropic's rules, OpenAI's are unaffected."""
+    """cache: auto reads and writes, cache: off caches nothing under Anthropic's rules, OpenAI's are unaffected by marks."""
     data = cr.run(160, 6000, "python bench/caching_rules.py --quick", host=host)
     auto, off = data["rows"]["ctxcore, cache: auto"], data["rows"]["ctxcore, cache: off"]
     assert auto["anthropic_cached_share"] > 0.3 and auto["anthropic_written"] > 0
     assert off["anthropic_cached_share"] == 0 and off["anthropic_cost"] == pytest.approx(off["anthropic_cost_without_cache"])
     assert auto["anthropic_cost"] < off["anthropic_cost"]
-    assert auto["openai_cached_share"] == off["openai_cached_share"]  # OpenAI caches without marks
+    other = data["rows"][f"ctxcore, cache: auto, water marks {cr.OTHER_MARKS[0]}/{cr.OTHER_MARKS[1]}"]
+    assert other["openai_cached_share"] == off["openai_cached_share"]  # same requests: OpenAI caches without marks
+    assert auto["mean_fill"] < off["mean_fill"]  # cache: off keeps the water marks of targets that bill no writes
+    long = data["rows"]["ctxcore, cache: auto, cache_ttl: 1h"]
+    assert long["anthropic_cached_share"] >= auto["anthropic_cached_share"]  # 1h entries outlive the pauses
     steady = data["rows"]["ctxcore, cache: auto, no idle pauses"]
     assert steady["anthropic_cached_share"] >= auto["anthropic_cached_share"]  # pauses only lose cache
     assert auto["over_budget"] == 0

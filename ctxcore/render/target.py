@@ -85,6 +85,16 @@ class TargetSpec(BaseModel):
             raise ValueError("context_management.compaction is OpenAI's: for Anthropic use an edit of type compact_20260112")
         return self
 
+    @property
+    def bills_cache_writes(self) -> bool:
+        """Whether requests carry breakpoints whose cache writes are billed (Anthropic with caching on).
+
+        Under that pricing a rewrite of the cached prefix costs 1.25x while a
+        read costs 0.1x, so components compact less often (``compaction``'s
+        water marks default lower for such a target).
+        """
+        return self.provider == "anthropic" and self.cache != "off"
+
     def cache_plan(
         self, messages: Sequence[Message], tokens: Sequence[int], tool_tokens: int, has_tools: bool, reused: int
     ) -> CachePlan | None:
