@@ -12,13 +12,14 @@ with :mod:`ctxcore.tools.cache_rules`:
   input price.
 
 The transcript gets timestamps (15 s per model call or tool step, 60 s between
-turns, a 10-minute pause every 10th turn) so lifetimes matter; the two main rows
-are repeated without the pauses. Three request builders are compared:
+turns, a 10-minute pause every 10th turn) so lifetimes matter; the main rows are
+repeated without the pauses. Three request builders are compared:
 
 - ctxcore, its water marks (``compaction`` defaults for an Anthropic target +
   ``token_budget``), ``target: {provider: anthropic, cache: auto}``: the
-  breakpoints ctxcore places; also with ``cache_ttl: 1h`` and with the water
-  marks other targets default to;
+  breakpoints ctxcore places; also without the turn breakpoint
+  (``cache_turn_ttl: off``), with ``cache_ttl: 1h`` and with the water marks
+  other targets default to;
 - the same pipeline with ``cache: off``: no breakpoints;
 - LangChain ``trim_messages`` per call with the breakpoints a user places by
   hand: the end of the system prompt and the end of the request.
@@ -90,16 +91,38 @@ def _steady(times: list[float]) -> list[float]:
 
 
 def run_ctxcore(messages: list[dict[str, Any]], budget: int, times: list[float], cache: str, host: Any = None,
-                marks: tuple[float, float] | None = None, **target: Any) -> ReplayResult:
+                marks: tuple[float, float] | None = None, extends: list[bool] | None = None, **target: Any) -> ReplayResult:
     """ctxcore with its water marks (default, or ``marks`` = trigger/target ratios), rendered for Anthropic with ``cache``.
 
-    ``target`` adds target settings (``cache_ttl="1h"``...).
+    ``target`` adds target settings (``cache_ttl="1h"``...); ``extends``, when
+    given, receives for each call whether its request extends the previous one.
     """
     spec = pipeline_dict(budget, *(marks or (None, None)))
     spec["target"] = {"provider": "anthropic", "cache": cache, **target}
     builder = Pipeline.from_dict(spec, host=host).builder()
-    return replay_requests(messages, builder_requests(builder, messages), times=times,
-                           anthropic_min_tokens=anthropic_minimum(builder))
+    request = builder_requests(builder, messages)
+    sent: list[dict[str, Any]] = []
+
+    def logged(history: int) -> RequestStats:
+        nonlocal sent
+        stats = request(history)
+        if extends is not None:
+            extends.append(bool(sent) and stats.rendered[: len(sent)] == sent)
+        sent = stats.rendered
+        return stats
+
+    return replay_requests(messages, logged, times=times, anthropic_min_tokens=anthropic_minimum(builder))
+
+
+def moved_breakpoints(result: ReplayResult, extends: Sequence[bool]) -> int:
+    """Calls that extend the previous request but do not read all it cached (its breakpoints moved away).
+
+    Meaningful without idle pauses, where nothing expires: each such call
+    writes again what the previous one had already written.
+    """
+    calls = result.calls
+    return sum(1 for k in range(1, len(calls)) if extends[k] and calls[k].anthropic_read_tokens
+               < calls[k - 1].anthropic_read_tokens + calls[k - 1].anthropic_write_tokens)
 
 
 def run_langchain(messages: list[dict[str, Any]], budget: int, times: list[float]) -> ReplayResult:
@@ -135,14 +158,20 @@ def run(n: int, budget: int, command: str, host: Any = None, seed: int = 0) -> d
     messages = coding_agent_transcript(n, seed)
     times, steady = timestamps(messages), _steady(timestamps(messages))
     started = time.perf_counter()
+    extends: list[bool] = []
     other = f"water marks {OTHER_MARKS[0]}/{OTHER_MARKS[1]}"
     rows = {
         "ctxcore, cache: auto": row(run_ctxcore(messages, budget, times, "auto", host)),
         "ctxcore, cache: off": row(run_ctxcore(messages, budget, times, "off", host)),
         "LangChain trim_messages, breakpoints on system + end": row(run_langchain(messages, budget, times)),
+        "ctxcore, cache: auto, cache_turn_ttl: off": row(run_ctxcore(messages, budget, times, "auto", host,
+                                                                     cache_turn_ttl="off")),
         "ctxcore, cache: auto, cache_ttl: 1h": row(run_ctxcore(messages, budget, times, "auto", host, cache_ttl="1h")),
         f"ctxcore, cache: auto, {other}": row(run_ctxcore(messages, budget, times, "auto", host, OTHER_MARKS)),
-        "ctxcore, cache: auto, no idle pauses": row(run_ctxcore(messages, budget, steady, "auto", host)),
+        "ctxcore, cache: auto, no idle pauses": row(steady_auto := run_ctxcore(messages, budget, steady, "auto", host,
+                                                                               extends=extends)),
+        "ctxcore, cache: auto, cache_turn_ttl: off, no idle pauses":
+            row(run_ctxcore(messages, budget, steady, "auto", host, cache_turn_ttl="off")),
         "ctxcore, cache: auto, cache_ttl: 1h, no idle pauses":
             row(run_ctxcore(messages, budget, steady, "auto", host, cache_ttl="1h")),
         "LangChain, no idle pauses": row(run_langchain(messages, budget, steady)),
@@ -159,6 +188,9 @@ def run(n: int, budget: int, command: str, host: Any = None, seed: int = 0) -> d
                                                                 r["anthropic_cached_share"] >= GOALS["cached_share"]),
             f"requests over budget, ctxcore{label}": (r["over_budget"], "0", r["over_budget"] == 0),
         })
+    moved = moved_breakpoints(steady_auto, extends)
+    goals["breakpoints moved while the prefix holds (calls that extend the previous one but do not read all it "
+          "cached, no idle pauses)"] = (moved, "0", moved == 0)
     return {"command": command, "messages": n, "seed": seed, "budget": budget, "rows": rows, "goals": goals,
             "prices": {k: v.__dict__ for k, v in DEFAULT_PRICES.items()}, "seconds": round(time.perf_counter() - started, 1)}
 

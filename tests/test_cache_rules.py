@@ -177,12 +177,13 @@ def _transcript(turns: int, gap: float) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize(("gap", "anthropic_reads"), [(30.0, True), (LIFETIME_SECONDS * 2, False)])
-def test_ctx_replay_prices_both_providers(tmp_path: Path, gap: float, anthropic_reads: bool) -> None:
-    """ctx replay --json reports each provider's rules; idle gaps longer than the lifetime lose Anthropic's cache."""
+@pytest.mark.parametrize(("gap", "turn_ttl", "anthropic_reads"), [
+    (30.0, "1h", True), (LIFETIME_SECONDS * 2, "off", False), (LIFETIME_SECONDS * 2, "1h", True)])
+def test_ctx_replay_prices_both_providers(tmp_path: Path, gap: float, turn_ttl: str, anthropic_reads: bool) -> None:
+    """ctx replay --json reports each provider's rules; idle gaps longer than 5 minutes lose Anthropic's cache unless the turn breakpoint lives an hour."""
     (tmp_path / "t.json").write_text(json.dumps(_transcript(6, gap)))
     (tmp_path / "p.yaml").write_text(
-        "version: 1\nmodel: {context_window: 64000}\ntarget: {provider: anthropic, cache: auto}\n"
+        f"version: 1\nmodel: {{context_window: 64000}}\ntarget: {{provider: anthropic, cache: auto, cache_turn_ttl: '{turn_ttl}'}}\n"
         "providers:\n  - {type: static_prompt, text: You are terse.}\n  - {type: history}\n"
     )
     result = ctx("replay", str(tmp_path / "t.json"), "--pipeline", str(tmp_path / "p.yaml"), "--json", "--anthropic-price", "3")
@@ -191,6 +192,7 @@ def test_ctx_replay_prices_both_providers(tmp_path: Path, gap: float, anthropic_
     anthropic = data["providers"]["anthropic"]
     assert anthropic["written_tokens"] > 0
     assert (anthropic["cached_tokens"] > 0) is anthropic_reads
+    assert (anthropic["written_long_tokens"] > 0) is (turn_ttl == "1h")
     assert data["providers"]["openai"]["cached_tokens"] > 0 or gap > LIFETIME_SECONDS
     assert {"openai_cached_tokens", "anthropic_read_tokens", "anthropic_write_tokens", "time"} <= set(data["calls"][0])
     text = ctx("replay", str(tmp_path / "t.json"), "--pipeline", str(tmp_path / "p.yaml")).stdout

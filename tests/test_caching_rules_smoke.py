@@ -29,6 +29,7 @@ def test_quick_run_orders_the_three_builders_sensibly(host: Any) -> None:
     steady = data["rows"]["ctxcore, cache: auto, no idle pauses"]
     assert steady["anthropic_cached_share"] >= auto["anthropic_cached_share"]  # pauses only lose cache
     assert auto["over_budget"] == 0
+    assert data["goals"][next(g for g in data["goals"] if g.startswith("breakpoints moved"))][0] == 0
     table = cr.markdown(data)
     assert "| ctxcore, cache: auto |" in table and "cost, LangChain / ctxcore (Anthropic rules)" in table
 
@@ -40,3 +41,16 @@ def test_timestamps_pause_every_tenth_turn() -> None:
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert gaps[0] == 15.0 and gaps[1] == 60.0 and max(gaps) == 600.0
     assert max(b - a for a, b in zip(cr._steady(times), cr._steady(times)[1:], strict=False)) == 60.0
+
+
+def test_moved_breakpoints_counts_a_call_that_does_not_read_what_the_last_one_cached() -> None:
+    """A call extending the previous request that reads less than it read and wrote counts; one that does not extend it does not."""
+    from ctxcore.tools.replay import CallResult, ReplayResult
+
+    def call(index: int, read: int, written: int) -> CallResult:
+        return CallResult(index=index, turn=1, history=index, messages=1, input_tokens=5000, cached_tokens=0, budget=None,
+                          fill=None, over_budget=False, reductions=0, new_reductions=0, new_stages={}, removed=0,
+                          anthropic_read_tokens=read, anthropic_write_tokens=written)
+
+    result = ReplayResult([call(0, 0, 3000), call(1, 3000, 500), call(2, 2000, 1500), call(3, 0, 3500)], 3.0, 0.1)
+    assert cr.moved_breakpoints(result, [False, True, True, False]) == 1
