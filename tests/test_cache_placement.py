@@ -2,8 +2,8 @@
 
 Each fuzzed build is a real ``to_anthropic`` body of a generated thread turn
 (text, multi-block user turns, parallel tool calls and results), with tools
-that may carry the caller's own ``cache_control`` (5m or 1h) and an optional
-top-level automatic ``cache_control``. Checked on every build: at most 4
+that may carry the caller's own ``cache_control`` (5m or 1h), an optional
+top-level automatic ``cache_control`` and a turn breakpoint (off, 5m or 1h). Checked on every build: at most 4
 breakpoints in all, never a 1h breakpoint after a 5m one, the stub's wire rules
 hold, and while the prefix is unchanged the block of the previous request's
 last breakpoint is read back: still marked, or (when the caller's marks leave
