@@ -262,6 +262,13 @@ class TestTurnBreakpoint:
         assert [m[:3] for m in cache_marks(body)][3:] == [("messages", 4, 0)]
         assert ttl_problem(body) is None
 
+    def test_a_far_reused_prefix_that_is_also_the_turn_ranks_as_the_reused_prefix(self) -> None:
+        """The previous request ended at the user message and 30 blocks came since: that mark ranks above system and tools."""
+        roles = ["system", "user"] + ["assistant", "tool"] * 15
+        plan = plan_anthropic_cache(roles, [2000] * len(roles), 2000, True, 1, 1024, turn_ttl="1h", extends=True)
+        assert plan.turn == plan.reused_at == 1 and not plan.reused_near
+        assert plan.by_value() == [("messages", 31), ("messages", 1), ("system", -1), ("tools", -1)]
+
     def test_the_plan_never_holds_more_than_four(self) -> None:
         """End, a far reused prefix, system, tools and the turn: the turn is left out of the plan itself."""
         roles = ["system", "user"] + ["assistant", "tool"] * 15

@@ -18,9 +18,10 @@ of value:
 
 leaving out any whose prefix is below the minimum, merging those that fall on
 the same place, and keeping the four most valuable. :func:`mark_anthropic` then
-puts them on the rendered body within the API's rules: at most :data:`MAX_BREAKPOINTS` marks counting the
-caller's own and the top-level automatic one (the least valuable are left out),
-and no ``1h`` breakpoint after a ``5m`` one. Placement depends only on the
+puts them on the rendered body within the API's rules: at most
+:data:`MAX_BREAKPOINTS` marks counting the caller's own and the top-level
+automatic one (the least valuable are left out), and no ``1h`` breakpoint after
+a ``5m`` one. Placement depends only on the
 request and the previous build of the thread, so a breakpoint stays on the same
 block from turn to turn while the prefix before it is unchanged (the previous
 end becomes this request's reused-prefix mark).
@@ -109,6 +110,7 @@ class CachePlan:
         end: the message index of the end-of-request breakpoint, or ``None``.
         reused_near: the reused-prefix breakpoint is within the 20-block lookback
             of the end breakpoint, so the end breakpoint alone would also read it.
+        reused_at: the message index of the reused-prefix breakpoint, or ``None``.
         turn: the message index of the turn breakpoint (the last user message), or ``None``.
         turn_ttl: the lifetime of the turn breakpoint and of every breakpoint before it.
     """
@@ -123,6 +125,7 @@ class CachePlan:
     top_level: bool = False
     end: int | None = None
     reused_near: bool = False
+    reused_at: int | None = None
     turn: int | None = None
     turn_ttl: CacheTTL = "5m"
 
@@ -137,19 +140,15 @@ class CachePlan:
         The end of the request first (the next turn reads it), then the reused
         prefix when the end cannot reach it through the 20-block lookback, the
         system prompt, the tools, the turn breakpoint, and last a reused prefix
-        the end already reaches.
+        the end already reaches. A mark that is both the end (or the reused
+        prefix) and the turn ranks as the former.
         """
-        special = {self.end, self.turn}
-        reused = [i for i in self.messages if i not in special]
-        order: list[tuple[str, int]] = [("messages", self.end)] if self.end in self.messages else []
-        if not self.reused_near:
-            order += [("messages", i) for i in reused]
+        end = [self.end] if self.end in self.messages else []
+        reused = [i for i in self.messages if i not in end and (i != self.turn or i == self.reused_at)]
+        turn = [i for i in self.messages if i == self.turn and i not in end + reused]
+        order = [("messages", i) for i in end + ([] if self.reused_near else reused)]
         order += [("system", -1)] * self.system + [("tools", -1)] * self.tools
-        if self.turn is not None and self.turn != self.end and self.turn in self.messages:
-            order.append(("messages", self.turn))
-        if self.reused_near:
-            order += [("messages", i) for i in reused]
-        return order
+        return order + [("messages", i) for i in turn + (reused if self.reused_near else [])]
 
     def ttl_of(self, part: str, index: int, turn_marked: bool = True) -> CacheTTL:
         """The lifetime of the breakpoint on ``part`` (``messages`` index, or ``system`` / ``tools``).
@@ -230,6 +229,7 @@ def plan_anthropic_cache(
     plan = CachePlan(
         messages=tuple(sorted(rest[k] for k in chosen)), system=system, tools=tools, reused=reused, min_tokens=min_tokens,
         ttl=ttl, prefix_ttl=prefix_ttl, top_level=top_level, end=end, reused_near=near,
+        reused_at=rest[reused - 1] if reused - 1 in chosen else None,
         turn=None if turn is None else rest[turn], turn_ttl=turn_ttl or ttl,
     )
     return _capped(plan)
