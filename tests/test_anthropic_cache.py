@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from ctxcore import ContextBuilder, Message, TargetSpec, ai, human, system, tool
 from ctxcore.render import to_anthropic
-from ctxcore.render.caching import MAX_BREAKPOINTS, CachePlan, min_cacheable_tokens, plan_anthropic_cache
+from ctxcore.render.caching import MAX_BREAKPOINTS, CachePlan, cache_marks, min_cacheable_tokens, plan_anthropic_cache
 from ctxcore.testing.harness.anthropic_server import MessagesServer, sign, wire_problem
 from tests.test_anthropic_full import _ANTHROPIC, WEATHER, anthropic_body, sdk_accepts
 from tests.test_render_wire import histories
@@ -62,7 +62,11 @@ class TestPlacement:
         history += [ai("First answer."), human("Second question?")]
         second = b.build({"messages": history}).to_anthropic()
         assert marked(second) == [("system", 0, -1), ("messages", 0, 0), ("messages", 2, 0)]
-        assert second["messages"][0] == first["messages"][0]  # the prefix turn 1 wrote is read back
+        def bare(message: dict[str, Any]) -> dict[str, Any]:
+            return {**message, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in message["content"]]}
+
+        assert bare(second["messages"][0]) == bare(first["messages"][0])  # the prefix turn 1 wrote is read back
+        assert [c.get("ttl", "5m") for *_, c in cache_marks(second)] == ["1h", "1h", "1h"]  # the turn mark, 1h before it
 
     def test_threads_are_tracked_apart(self) -> None:
         """The reused prefix is the previous build of the same thread (runtime thread_id), not of another."""

@@ -2,8 +2,8 @@
 
 Each fuzzed build is a real ``to_anthropic`` body of a generated thread turn
 (text, multi-block user turns, parallel tool calls and results), with tools
-that may carry the caller's own ``cache_control`` (5m or 1h) and an optional
-top-level automatic ``cache_control``. Checked on every build: at most 4
+that may carry the caller's own ``cache_control`` (5m or 1h), an optional
+top-level automatic ``cache_control`` and a turn breakpoint (off, 5m or 1h). Checked on every build: at most 4
 breakpoints in all, never a 1h breakpoint after a 5m one, the stub's wire rules
 hold, and while the prefix is unchanged the block of the previous request's
 last breakpoint is read back: still marked, or (when the caller's marks leave
@@ -21,6 +21,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from ctxcore import ContextBuilder, Message, TargetSpec, ai, human, system, tool
+from ctxcore.engine.reference import reference_build
 from ctxcore.kit import ToolCall
 from ctxcore.render import to_anthropic
 from ctxcore.render.caching import (
@@ -67,10 +68,10 @@ def _tools(rng: random.Random, marks: int) -> list[dict[str, Any]]:
     return tools
 
 
-def _ttls(rng: random.Random) -> tuple[str, str]:
-    """(cache_ttl, cache_prefix_ttl) a valid target may hold."""
+def _ttls(rng: random.Random) -> tuple[str, str, str | None]:
+    """(cache_ttl, cache_prefix_ttl, cache_turn_ttl or None for off) a valid target may hold."""
     ttl = rng.choice(["5m", "1h"])
-    return ttl, ("1h" if ttl == "1h" else rng.choice(["5m", "1h"]))
+    return ttl, ("1h" if ttl == "1h" else rng.choice(["5m", "1h"])), rng.choice([None, "5m", "1h", "1h"])
 
 
 def _marked_blocks(body: dict[str, Any]) -> set[tuple[str, int, int]]:
@@ -83,7 +84,7 @@ def _check_thread(seed: int) -> int:
     top_level = rng.random() < 0.3
     caller = rng.randint(0, MAX_BREAKPOINTS - top_level)
     tools = _tools(rng, caller)
-    ttl, prefix_ttl = _ttls(rng)
+    ttl, prefix_ttl, turn_ttl = _ttls(rng)
     minimum = rng.choice([1, 200, 1024, 4096])
     messages: list[Message] = [system("You are terse. " * rng.randint(1, 50))]
     tokens: list[int] = [rng.randint(1, 3000)]
@@ -108,11 +109,14 @@ def _check_thread(seed: int) -> int:
             if a is not b:
                 break
             reused += 1
+        extends = previous is not None and reused == len(rest_before)
         blocks = [max(1, (len(m.content) if isinstance(m.content, list) else 1) + len(m.tool_calls)) for m in messages]
         plan = plan_anthropic_cache([m.role for m in messages], tokens, 300 * len(tools), bool(tools), reused, minimum,
-                                    blocks=blocks, ttl=ttl, prefix_ttl=prefix_ttl, top_level=top_level)  # type: ignore[arg-type]
+                                    blocks=blocks, ttl=ttl, prefix_ttl=prefix_ttl, top_level=top_level,  # type: ignore[arg-type]
+                                    turn_ttl=turn_ttl, extends=extends)  # type: ignore[arg-type]
         body = to_anthropic(messages, tools, plan)
         assert len(cache_marks(body)) <= MAX_BREAKPOINTS, cache_marks(body)
+        assert plan.count <= MAX_BREAKPOINTS
         assert ttl_problem(body) is None, ttl_problem(body)
         assert wire_problem({**body, "max_tokens": 1}) is None
         if previous is not None and reused == len(rest_before):
@@ -211,6 +215,67 @@ class TestCapAndTtl:
             TargetSpec(provider="anthropic", cache_ttl="1h", cache_prefix_ttl="5m")
 
 
+class TestTurnBreakpoint:
+    def _turn(self) -> list[Message]:
+        call = ToolCall(id="toolu_1", name="lookup", arguments="{}")
+        return [system("s"), human("a"), ai("b"), human("c"), ai("", tool_calls=[call]), tool("r", tool_call_id="toolu_1")]
+
+    def test_the_last_user_message_is_marked_1h_and_the_end_5m(self) -> None:
+        """Mid-turn, the turn's user message carries a 1h breakpoint (and the system prompt before it); the end stays 5m."""
+        msgs = self._turn()
+        plan = plan_anthropic_cache([m.role for m in msgs], [2000, 10, 10, 10, 10, 10], 0, False, 4, 1024, turn_ttl="1h",
+                                    extends=True)
+        body = to_anthropic(msgs, (), plan)
+        marks = {m[:3]: m[3].get("ttl", "5m") for m in cache_marks(body)}
+        assert marks == {("system", 0, -1): "1h", ("messages", 2, 0): "1h", ("messages", 3, 0): "5m", ("messages", 4, 0): "5m"}
+        assert ttl_problem(body) is None and wire_problem({**body, "max_tokens": 1}) is None
+
+    def test_a_request_ending_with_the_user_message_writes_it_at_1h(self) -> None:
+        """The first call of a turn marks its end 1h, and a reused mark before it 1h too (1h before 5m)."""
+        msgs = self._turn()[:4]
+        plan = plan_anthropic_cache([m.role for m in msgs], [2000, 10, 10, 10], 0, False, 2, 1024, turn_ttl="1h", extends=True)
+        body = to_anthropic(msgs, (), plan)
+        assert [(m[:3], m[3].get("ttl")) for m in cache_marks(body)] == [
+            (("system", 0, -1), "1h"), (("messages", 1, 0), "1h"), (("messages", 2, 0), "1h")]
+
+    def test_a_changed_prefix_gets_no_turn_mark(self) -> None:
+        """A first build or one whose prefix changed (a compaction) writes at the short lifetime: no 1h turn mark."""
+        msgs = self._turn()
+        plan = plan_anthropic_cache([m.role for m in msgs], [2000, 10, 10, 10, 10, 10], 0, False, 1, 1024, turn_ttl="1h")
+        assert plan.turn is None
+        assert all(m[3].get("ttl", "5m") == "5m" for m in cache_marks(to_anthropic(msgs, (), plan)))
+
+    def test_off_marks_no_turn(self) -> None:
+        """Without turn_ttl the plan is the end, the reused prefix and the system prompt, all at their own ttls."""
+        msgs = self._turn()
+        plan = plan_anthropic_cache([m.role for m in msgs], [2000, 10, 10, 10, 10, 10], 0, False, 4, 1024, extends=True)
+        assert plan.turn is None
+        assert all(m[3].get("ttl", "5m") == "5m" for m in cache_marks(to_anthropic(msgs, (), plan)))
+
+    def test_the_turn_mark_is_the_first_left_out_for_the_callers_marks(self) -> None:
+        """Three caller marks leave one slot: it goes to the end of the request, not to the turn."""
+        msgs = self._turn()
+        plan = plan_anthropic_cache([m.role for m in msgs], [2000, 10, 10, 10, 10, 10], 3000, True, 4, 1024, turn_ttl="1h",
+                                    extends=True)
+        assert plan.count == MAX_BREAKPOINTS and plan.turn is not None  # end, turn, system, tools
+        body = to_anthropic(msgs, _tools(random.Random(0), 3), plan)
+        assert [m[:3] for m in cache_marks(body)][3:] == [("messages", 4, 0)]
+        assert ttl_problem(body) is None
+
+    def test_a_far_reused_prefix_that_is_also_the_turn_ranks_as_the_reused_prefix(self) -> None:
+        """The previous request ended at the user message and 30 blocks came since: that mark ranks above system and tools."""
+        roles = ["system", "user"] + ["assistant", "tool"] * 15
+        plan = plan_anthropic_cache(roles, [2000] * len(roles), 2000, True, 1, 1024, turn_ttl="1h", extends=True)
+        assert plan.turn == plan.reused_at == 1 and not plan.reused_near
+        assert plan.by_value() == [("messages", 31), ("messages", 1), ("system", -1), ("tools", -1)]
+
+    def test_the_plan_never_holds_more_than_four(self) -> None:
+        """End, a far reused prefix, system, tools and the turn: the turn is left out of the plan itself."""
+        roles = ["system", "user"] + ["assistant", "tool"] * 15
+        plan = plan_anthropic_cache(roles, [2000] * len(roles), 2000, True, 2, 1024, turn_ttl="1h", extends=True)
+        assert plan.count == MAX_BREAKPOINTS and plan.turn is None
+
+
 def test_builder_threads_keep_their_breakpoints() -> None:
     """Through ContextBuilder, turn after turn, the previous end stays marked and the system mark never moves."""
     b = ContextBuilder([_Fixed([system("Rule: be precise. " * 400)]), _History()], counter=ApproximateCounter(),
@@ -226,6 +291,31 @@ def test_builder_threads_keep_their_breakpoints() -> None:
             assert ("messages", last[1], last[2]) in _marked_blocks(body)
         history.append(ai(f"answer {n}"))
         before = body
+
+
+def test_builder_marks_each_turn_for_an_hour_by_default() -> None:
+    """Through ContextBuilder (both build paths), each call extending the last carries a 1h mark on its turn's user message."""
+    for reference in (False, True):
+        b = ContextBuilder([_Fixed([system("Rule: be precise. " * 400)]), _History()], counter=ApproximateCounter(),
+                           target=TargetSpec(provider="anthropic"))
+        history: list[Message] = []
+        previous = None
+        for n in range(4):
+            history.append(human(f"question {n} " * 30))
+            for k in range(3):
+                runtime = {"thread_id": "t"}
+                built = reference_build(b, {"messages": history}, runtime, previous=previous) if reference else \
+                    b.build({"messages": history}, runtime)
+                body = built.to_anthropic()
+                user = max(i for i, m in enumerate(body["messages"]) if m["role"] == "user" and
+                           body["messages"][i]["content"][0]["type"] == "text")
+                long = [m[:3] for m in cache_marks(body) if m[3].get("ttl") == "1h"]
+                assert (("messages", user, 0) in long) is (n + k > 0), (n, k, cache_marks(body))  # not on a first build
+                assert ttl_problem(body) is None
+                previous = built
+                call = ToolCall(id=f"toolu_{n}_{k}", name="lookup", arguments="{}")
+                history += [ai("", tool_calls=[call]), tool(f"result {n} {k} " * 20, tool_call_id=call.id)]
+            history.append(ai(f"answer {n}"))
 
 
 class _History:

@@ -103,6 +103,52 @@ class TestAnthropic:
         assert CacheOutcome(read=1_000_000, written=1_000_000, input_tokens=3_000_000).cost(price) == pytest.approx(0.4 + 5.0 + 4.0)
 
 
+
+class TestAnthropicOneHour:
+    def test_1h_writes_cost_2x_5m_writes_125x_reads_01x(self) -> None:
+        """The prefix up to the last 1h breakpoint is written at 2x input, the rest up to the last 5m one at 1.25x."""
+        cache = AnthropicCache()
+        h, t = units(2000, 1000, 500)
+        outcome = cache.observe(h, t, [1, 2], 3500, ttls=["1h", "5m"])
+        assert outcome == CacheOutcome(read=0, written=3500, input_tokens=3500, written_long=3000)
+        price = price_for("claude-sonnet", input_price=1.0)
+        assert outcome.cost(price) == pytest.approx((3000 * 2.0 + 500 * 1.25) / 1_000_000)
+        read = cache.observe(h, t, [1, 2], 3500, ttls=["1h", "5m"])
+        assert read == CacheOutcome(read=3500, written=0, input_tokens=3500)
+        assert read.cost(price) == pytest.approx(3500 * 0.1 / 1_000_000)
+
+    def test_a_1h_entry_outlives_a_pause_a_5m_one_does_not(self) -> None:
+        """After 10 idle minutes the 1h prefix is read and only the 5m tail is written again."""
+        cache = AnthropicCache()
+        h, t = units(2000, 1000, 500)
+        cache.observe(h, t, [1, 2], 3500, now=0.0, ttls=["1h", "5m"])
+        assert cache.observe(h, t, [1, 2], 3500, now=600.0, ttls=["1h", "5m"]) == CacheOutcome(3000, 500, 3500)
+        assert cache.observe(h, t, [1, 2], 3500, now=600.0 + 3600 + 1, ttls=["1h", "5m"]).read == 0
+
+    def test_a_1h_mark_does_not_extend_a_5m_entry_for_free(self) -> None:
+        """A 1h breakpoint on a prefix read from a 5m entry bills no write, and the entry still expires after 5 minutes."""
+        cache = AnthropicCache()
+        h, t = units(2000, 1000)
+        cache.observe(h, t, [1], 3000, now=0.0)
+        assert cache.observe(h, t, [1], 3000, now=60.0, ttls=["1h"]) == CacheOutcome(3000, 0, 3000)
+        assert cache.observe(h, t, [1], 3000, now=60.0 + LIFETIME_SECONDS + 1, ttls=["1h"]) == CacheOutcome(0, 3000, 3000, 3000)
+
+    def test_a_1h_mark_behind_a_read_creates_no_entry(self) -> None:
+        """A 1h breakpoint before the prefix read from a later 5m entry is not cached for an hour for free."""
+        cache = AnthropicCache()
+        h, t = units(2000, 1000, 500)
+        cache.observe(h, t, [2], 3500, now=0.0)
+        assert cache.observe(h, t, [1, 2], 3500, now=60.0, ttls=["1h", "5m"]) == CacheOutcome(3500, 0, 3500)
+        assert cache.observe(h, t, [1, 2], 3500, now=1000.0, ttls=["1h", "5m"]).read == 0
+
+    def test_an_expired_1h_entry_rewritten_at_5m_lives_5_minutes(self) -> None:
+        """An entry's lifetime is the one of the breakpoint that last wrote it, not the longest it ever had."""
+        cache = AnthropicCache()
+        h, t = units(2000)
+        cache.observe(h, t, [0], 2000, now=0.0, ttls=["1h"])
+        assert cache.observe(h, t, [0], 2000, now=5000.0) == CacheOutcome(0, 2000, 2000)
+        assert cache.observe(h, t, [0], 2000, now=5000.0 + LIFETIME_SECONDS + 1).read == 0
+
 def test_prices_table_and_overrides() -> None:
     """OpenAI rows keep their cached-input price; overrides win; an unknown model names the known ones."""
     assert price_for("gpt-4o") == Price("openai", 2.50, 1.25, 2.50)
@@ -131,12 +177,13 @@ def _transcript(turns: int, gap: float) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize(("gap", "anthropic_reads"), [(30.0, True), (LIFETIME_SECONDS * 2, False)])
-def test_ctx_replay_prices_both_providers(tmp_path: Path, gap: float, anthropic_reads: bool) -> None:
-    """ctx replay --json reports each provider's rules; idle gaps longer than the lifetime lose Anthropic's cache."""
+@pytest.mark.parametrize(("gap", "turn_ttl", "anthropic_reads"), [
+    (30.0, "1h", True), (LIFETIME_SECONDS * 2, "off", False), (LIFETIME_SECONDS * 2, "1h", True)])
+def test_ctx_replay_prices_both_providers(tmp_path: Path, gap: float, turn_ttl: str, anthropic_reads: bool) -> None:
+    """ctx replay --json reports each provider's rules; idle gaps longer than 5 minutes lose Anthropic's cache unless the turn breakpoint lives an hour."""
     (tmp_path / "t.json").write_text(json.dumps(_transcript(6, gap)))
     (tmp_path / "p.yaml").write_text(
-        "version: 1\nmodel: {context_window: 64000}\ntarget: {provider: anthropic, cache: auto}\n"
+        f"version: 1\nmodel: {{context_window: 64000}}\ntarget: {{provider: anthropic, cache: auto, cache_turn_ttl: '{turn_ttl}'}}\n"
         "providers:\n  - {type: static_prompt, text: You are terse.}\n  - {type: history}\n"
     )
     result = ctx("replay", str(tmp_path / "t.json"), "--pipeline", str(tmp_path / "p.yaml"), "--json", "--anthropic-price", "3")
@@ -145,6 +192,7 @@ def test_ctx_replay_prices_both_providers(tmp_path: Path, gap: float, anthropic_
     anthropic = data["providers"]["anthropic"]
     assert anthropic["written_tokens"] > 0
     assert (anthropic["cached_tokens"] > 0) is anthropic_reads
+    assert (anthropic["written_long_tokens"] > 0) is (turn_ttl == "1h")
     assert data["providers"]["openai"]["cached_tokens"] > 0 or gap > LIFETIME_SECONDS
     assert {"openai_cached_tokens", "anthropic_read_tokens", "anthropic_write_tokens", "time"} <= set(data["calls"][0])
     text = ctx("replay", str(tmp_path / "t.json"), "--pipeline", str(tmp_path / "p.yaml")).stdout

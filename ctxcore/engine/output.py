@@ -202,4 +202,5 @@ class OutputSteps:
         self._sent[thread] = (system, rest)
         if len(self._sent) > 1024:  # remember the most recent threads only
             self._sent.popitem(last=False)
-        return target.cache_plan(messages, tokens, tool_tokens, has_tools, reused)
+        extends = previous is not None and previous[0] == system and reused == len(previous[1])
+        return target.cache_plan(messages, tokens, tool_tokens, has_tools, reused, extends)

@@ -252,8 +252,12 @@ class _Build:
 
     def _cache_plan(self, messages: list[Message], tokens: list[int], tool_tokens: int, has_tools: bool) -> CachePlan | None:
         """Anthropic breakpoints for ``cache: auto``, reusing the leading messages ``previous`` sent as they are."""
-        reused = _leading_reused(self.previous.messages, messages) if self.previous is not None else 0
-        return self.builder.target.cache_plan(messages, tokens, tool_tokens, has_tools, reused)
+        if self.previous is None:
+            return self.builder.target.cache_plan(messages, tokens, tool_tokens, has_tools, 0)
+        before = self.previous.messages
+        reused = _leading_reused(before, messages)
+        extends = reused == sum(m.role != "system" for m in before) and _same_system(before, messages)
+        return self.builder.target.cache_plan(messages, tokens, tool_tokens, has_tools, reused, extends)
 
     def _failed(self, step: Step, kind: str, exc: BaseException, started: float) -> None:
         """Raise for a required component; record an optional one as skipped."""
@@ -265,9 +269,14 @@ class _Build:
         self.report.timings.append(ComponentTiming(step.id, kind, time.perf_counter() - started, skipped=True))
 
 
+def _same_system(before: Sequence[Message], now: Sequence[Message]) -> bool:
+    """Whether the system messages of both requests are the same."""
+    return [m.fingerprint for m in before if m.role == "system"] == [m.fingerprint for m in now if m.role == "system"]
+
+
 def _leading_reused(before: Sequence[Message], now: Sequence[Message]) -> int:
     """How many leading non-system messages of ``now`` equal ``before``'s (0 when the system messages differ)."""
-    if [m.fingerprint for m in before if m.role == "system"] != [m.fingerprint for m in now if m.role == "system"]:
+    if not _same_system(before, now):
         return 0
     reused = 0
     for a, b in zip((m for m in before if m.role != "system"), (m for m in now if m.role != "system"), strict=False):

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ctxcore.errors import ConfigError, ConfigIssue, FileRefused
+from ctxcore.render.target import TargetSpec
 
 __all__ = [
     "DEFAULT_PROMPTS",
@@ -134,6 +135,9 @@ class PipelineContext:
             outside a pipeline), so a factory that needs one can fail at compile time.
         context_window: the pipeline's ``model.context_window`` (``None`` outside a
             pipeline), for options derived from the window (``history``'s ``replay_cap: auto``).
+        target: the pipeline's ``target:`` settings (``None`` outside a pipeline), for
+            defaults that depend on the provider's rules (``compaction``'s water marks
+            when the provider bills cache writes).
     """
 
     prompts: Mapping[str, str] = field(default_factory=dict)
@@ -141,6 +145,7 @@ class PipelineContext:
     memory: Callable[[], Any] = lambda: None
     has_memory: bool | None = None
     context_window: int | None = None
+    target: TargetSpec | None = None
 
 
 _CONTEXT: contextvars.ContextVar[PipelineContext | None] = contextvars.ContextVar("ctxcore_pipeline_context", default=None)

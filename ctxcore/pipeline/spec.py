@@ -269,7 +269,7 @@ class Pipeline:
         memory_spec = self.spec.memory
         context = PipelineContext(self.spec.prompts.overrides(), self.host.registry, lambda: self._memory,
                                   has_memory=memory_spec is not None and memory_spec.enabled,
-                                  context_window=self.spec.model.context_window)
+                                  context_window=self.spec.model.context_window, target=self.spec.target)
         for slot, _kind, _many in _SLOTS:
             for r in self._steps.get(slot, []):
                 if not r.spec.enabled:

@@ -12,12 +12,16 @@ of value:
 3. the end of the system prompt (tools included), which survives any trimming
    of the history;
 4. the end of the tools, which survives a changed system prompt;
+5. with a ``turn_ttl``, the last user message: the pauses that expire a cache
+   come between turns, so a long-lived mark there keeps the conversation up to
+   the current turn cached while the calls inside the turn use short-lived ones;
 
-leaving out any whose prefix is below the minimum and merging those that fall on
-the same place. :func:`mark_anthropic` then puts them on the rendered body
-within the API's rules: at most :data:`MAX_BREAKPOINTS` marks counting the
-caller's own and the top-level automatic one (the least valuable are left out),
-and no ``1h`` breakpoint after a ``5m`` one. Placement depends only on the
+leaving out any whose prefix is below the minimum, merging those that fall on
+the same place, and keeping the four most valuable. :func:`mark_anthropic` then
+puts them on the rendered body within the API's rules: at most
+:data:`MAX_BREAKPOINTS` marks counting the caller's own and the top-level
+automatic one (the least valuable are left out), and no ``1h`` breakpoint after
+a ``5m`` one. Placement depends only on the
 request and the previous build of the thread, so a breakpoint stays on the same
 block from turn to turn while the prefix before it is unchanged (the previous
 end becomes this request's reused-prefix mark).
@@ -26,7 +30,7 @@ end becomes this request's reused-prefix mark).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 __all__ = [
@@ -106,6 +110,9 @@ class CachePlan:
         end: the message index of the end-of-request breakpoint, or ``None``.
         reused_near: the reused-prefix breakpoint is within the 20-block lookback
             of the end breakpoint, so the end breakpoint alone would also read it.
+        reused_at: the message index of the reused-prefix breakpoint, or ``None``.
+        turn: the message index of the turn breakpoint (the last user message), or ``None``.
+        turn_ttl: the lifetime of the turn breakpoint and of every breakpoint before it.
     """
 
     messages: tuple[int, ...] = ()
@@ -118,6 +125,9 @@ class CachePlan:
     top_level: bool = False
     end: int | None = None
     reused_near: bool = False
+    reused_at: int | None = None
+    turn: int | None = None
+    turn_ttl: CacheTTL = "5m"
 
     @property
     def count(self) -> int:
@@ -129,16 +139,32 @@ class CachePlan:
 
         The end of the request first (the next turn reads it), then the reused
         prefix when the end cannot reach it through the 20-block lookback, the
-        system prompt, the tools, and last a reused prefix the end already reaches.
+        system prompt, the tools, the turn breakpoint, and last a reused prefix
+        the end already reaches. A mark that is both the end (or the reused
+        prefix) and the turn ranks as the former.
         """
-        reused = [i for i in self.messages if i != self.end]
-        order: list[tuple[str, int]] = [("messages", self.end)] if self.end in self.messages else []
-        if not self.reused_near:
-            order += [("messages", i) for i in reused]
+        end = [self.end] if self.end in self.messages else []
+        reused = [i for i in self.messages if i not in end and (i != self.turn or i == self.reused_at)]
+        turn = [i for i in self.messages if i == self.turn and i not in end + reused]
+        order = [("messages", i) for i in end + ([] if self.reused_near else reused)]
         order += [("system", -1)] * self.system + [("tools", -1)] * self.tools
-        if self.reused_near:
-            order += [("messages", i) for i in reused]
-        return order
+        return order + [("messages", i) for i in turn + (reused if self.reused_near else [])]
+
+    def ttl_of(self, part: str, index: int, turn_marked: bool = True) -> CacheTTL:
+        """The lifetime of the breakpoint on ``part`` (``messages`` index, or ``system`` / ``tools``).
+
+        Breakpoints up to the turn breakpoint take ``turn_ttl`` when it is
+        longer (Anthropic wants 1h breakpoints before 5m ones), the prefix ones
+        at least ``prefix_ttl``, the others ``ttl``. ``turn_marked`` says
+        whether the turn breakpoint made it onto the body.
+        """
+        own = self.prefix_ttl if part != "messages" else self.ttl
+        before_turn = turn_marked and self.turn is not None and (part != "messages" or index <= self.turn)
+        return _longest(own, self.turn_ttl) if before_turn else own
+
+
+def _longest(a: CacheTTL, b: CacheTTL) -> CacheTTL:
+    return a if TTL_ORDER[a] >= TTL_ORDER[b] else b
 
 
 def plan_anthropic_cache(
@@ -153,6 +179,8 @@ def plan_anthropic_cache(
     ttl: CacheTTL = "5m",
     prefix_ttl: CacheTTL | None = None,
     top_level: bool = False,
+    turn_ttl: CacheTTL | None = None,
+    extends: bool = False,
 ) -> CachePlan:
     """The breakpoints for a request of messages with ``roles`` and ``tokens`` (see the module doc).
 
@@ -160,7 +188,12 @@ def plan_anthropic_cache(
     build's (0 when the system prompt changed or there is none). ``blocks``
     gives how many content blocks each message renders to (1 each when not
     given), for the 20-block lookback. With ``top_level`` the end of the
-    request is left to the top-level ``cache_control``.
+    request is left to the top-level ``cache_control``. With ``turn_ttl`` the
+    last user message is marked too, with that lifetime, when the request
+    ``extends`` the previous build (a first or changed request writes its
+    prefix at the short lifetime: a long one would bill most of the request
+    at 2x). At most :data:`MAX_BREAKPOINTS` are planned, the least valuable
+    left out.
     """
     prefix_ttl = prefix_ttl or ttl
     if TTL_ORDER[prefix_ttl] < TTL_ORDER[ttl]:
@@ -186,12 +219,30 @@ def plan_anthropic_cache(
     if 0 < reused < len(rest):
         counts = blocks if blocks is not None else [1] * len(roles)
         near = sum(counts[i] for i in rest[reused:]) <= ANTHROPIC_LOOKBACK
+    turn = max((k for k, i in enumerate(rest) if roles[i] == "user"), default=None) if turn_ttl and extends else None
+    if turn is not None and (cumulative[turn] < min_tokens or (top_level and turn == len(rest) - 1)):
+        turn = None
+    if turn is not None and turn not in chosen:
+        chosen.append(turn)
     system = has_system and tool_tokens + system_tokens >= min_tokens
-    tools = has_tools and tool_tokens >= min_tokens  # at most 2 + 1 + 1 = MAX_BREAKPOINTS in all
-    return CachePlan(
+    tools = has_tools and tool_tokens >= min_tokens
+    plan = CachePlan(
         messages=tuple(sorted(rest[k] for k in chosen)), system=system, tools=tools, reused=reused, min_tokens=min_tokens,
         ttl=ttl, prefix_ttl=prefix_ttl, top_level=top_level, end=end, reused_near=near,
+        reused_at=rest[reused - 1] if reused - 1 in chosen else None,
+        turn=None if turn is None else rest[turn], turn_ttl=turn_ttl or ttl,
     )
+    return _capped(plan)
+
+
+def _capped(plan: CachePlan) -> CachePlan:
+    """``plan`` without its least valuable breakpoints beyond :data:`MAX_BREAKPOINTS`."""
+    if plan.count <= MAX_BREAKPOINTS:
+        return plan
+    kept = plan.by_value()[: MAX_BREAKPOINTS - plan.top_level]
+    messages = tuple(sorted(i for part, i in kept if part == "messages"))
+    return replace(plan, messages=messages, system=("system", -1) in kept, tools=("tools", -1) in kept,
+                   turn=plan.turn if plan.turn in messages else None)
 
 
 def cache_marks(body: Mapping[str, Any]) -> list[tuple[str, int, int, Mapping[str, Any]]]:
@@ -254,15 +305,17 @@ def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tup
     if plan.top_level:
         body["cache_control"] = _control(plan.ttl)
     slots = MAX_BREAKPOINTS - caller - plan.top_level
-    placed: list[tuple[str, int, int]] = []
+    planned: dict[tuple[str, int], tuple[str, int, int]] = {}
     for part, index in plan.by_value():
-        if len(placed) >= slots:
+        if len(planned) >= slots:
             break
         where = _target_block(body, part, index, ends)
-        if where is not None and where not in placed and not _marked(_block_at(body, where)):
-            placed.append(where)
-    for where in placed:
-        _block_at(body, where)["cache_control"] = _control(plan.prefix_ttl if where[0] != "messages" else plan.ttl)
+        if where is not None and where not in planned.values() and not _marked(_block_at(body, where)):
+            planned[(part, index)] = where
+    placed = list(planned.values())
+    turn_marked = plan.turn is not None and ("messages", plan.turn) in planned
+    for (part, index), where in planned.items():
+        _block_at(body, where)["cache_control"] = _control(plan.ttl_of(part, index, turn_marked))
     if caller:  # the plan's own marks are in order by construction (prefix_ttl >= ttl)
         _order_ttls(body, set(placed) | ({("top_level", -1, -1)} if plan.top_level else set()))
 

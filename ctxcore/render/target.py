@@ -42,6 +42,8 @@ class TargetSpec(BaseModel):
         cache_ttl: the lifetime of the message breakpoints, ``5m`` or ``1h``.
         cache_prefix_ttl: the lifetime of the system and tools breakpoints
             (default ``cache_ttl``); it may not be shorter than ``cache_ttl``.
+        cache_turn_ttl: the lifetime of a breakpoint on the last user message
+            (``off``: none); the breakpoints before it take it too.
         model: the model name; picks the minimum cacheable length for ``cache: auto``
             and whether an OpenAI model takes ``prompt_cache_breakpoint``.
         cache_min_tokens: the minimum cacheable length to apply instead of the model's.
@@ -63,6 +65,7 @@ class TargetSpec(BaseModel):
     cache: Literal["auto", "top_level", "off"] = "auto"
     cache_ttl: CacheTTL = "5m"
     cache_prefix_ttl: CacheTTL | None = None
+    cache_turn_ttl: CacheTTL | Literal["off"] = "1h"
     model: str | None = None
     cache_min_tokens: int | None = Field(default=None, ge=1)
     prompt_cache_key: str | None = None
@@ -85,14 +88,26 @@ class TargetSpec(BaseModel):
             raise ValueError("context_management.compaction is OpenAI's: for Anthropic use an edit of type compact_20260112")
         return self
 
+    @property
+    def bills_cache_writes(self) -> bool:
+        """Whether requests carry breakpoints whose cache writes are billed (Anthropic with caching on).
+
+        Under that pricing a rewrite of the cached prefix costs 1.25x while a
+        read costs 0.1x, so components compact less often (``compaction``'s
+        water marks default lower for such a target).
+        """
+        return self.provider == "anthropic" and self.cache != "off"
+
     def cache_plan(
-        self, messages: Sequence[Message], tokens: Sequence[int], tool_tokens: int, has_tools: bool, reused: int
+        self, messages: Sequence[Message], tokens: Sequence[int], tool_tokens: int, has_tools: bool, reused: int,
+        extends: bool = False,
     ) -> CachePlan | None:
         """The Anthropic breakpoints of a build under these settings (``None`` unless Anthropic with caching on).
 
         ``reused`` is how many leading non-system messages equal the previous
-        build's of the same thread. Each message counts as its content blocks
-        plus its tool calls for the 20-block lookback.
+        build's of the same thread; ``extends``, whether the previous build is
+        a prefix of this one. Each message counts as its content blocks plus
+        its tool calls for the 20-block lookback.
         """
         if self.provider != "anthropic" or self.cache == "off":
             return None
@@ -101,6 +116,7 @@ class TargetSpec(BaseModel):
             [m.role for m in messages], tokens, tool_tokens, has_tools, reused,
             self.cache_min_tokens or min_cacheable_tokens(self.model), blocks=blocks, ttl=self.cache_ttl,
             prefix_ttl=self.cache_prefix_ttl, top_level=self.cache == "top_level",
+            turn_ttl=None if self.cache_turn_ttl == "off" else self.cache_turn_ttl, extends=extends,
         )
 
     def server_notes(self) -> list[str]:

@@ -15,7 +15,9 @@ previous request. The models here follow the providers' rules instead
   prefix up to the request's last breakpoint that was not read is written
   (1.25× the input price for a 5-minute breakpoint, 2× up to the last 1-hour
   one), reads cost 0.1×, and a breakpoint whose prefix is below the model's
-  minimum neither reads nor writes. Blocks are whole messages in the order
+  minimum neither reads nor writes. An entry lives as long as the breakpoint
+  that wrote it said: a 1-hour breakpoint on a prefix read from a 5-minute
+  entry is billed no write and leaves the entry at 5 minutes. Blocks are whole messages in the order
   tools -> system -> other messages.
 
 Lifetimes (5 minutes, or 1 hour for a ``ttl: 1h`` breakpoint, refreshed by
@@ -170,10 +172,15 @@ class _Entries:
         return until is None or now is None or now <= until
 
     def touch(self, key: str, now: float | None, lifetime: float | None = None) -> None:
-        """Write or refresh ``key``: it lives ``lifetime`` (else its own, else the default) from ``now``."""
-        life = max(lifetime or 0.0, self._life.get(key, self.lifetime))
-        self._life[key] = life
-        self._until[key] = None if now is None else now + life
+        """Refresh ``key`` for its own lifetime when alive, else write it to live ``lifetime`` (default: the cache's).
+
+        A live entry keeps the lifetime it was written with: a longer-lived
+        breakpoint on a prefix read from a shorter-lived entry bills no write,
+        so it does not extend the entry either.
+        """
+        if not self.alive(key, now):
+            self._life[key] = lifetime or self.lifetime
+        self._until[key] = None if now is None else now + self._life[key]
 
 
 class OpenAICache:
@@ -230,5 +237,6 @@ class AnthropicCache:
         written = max(totals[marks[-1]] - read, 0) if marks else 0
         long_end = max((totals[b] for b in marks if life.get(b) == "1h"), default=0)
         for b in marks:
-            self._entries.touch(hashes[b], now, TTL_SECONDS[life.get(b, "5m")])
+            if totals[b] > read:  # written now, billed at its ttl's price; a prefix read is not written again
+                self._entries.touch(hashes[b], now, TTL_SECONDS[life.get(b, "5m")])
         return CacheOutcome(read, written, input_tokens, written_long=max(long_end - read, 0))

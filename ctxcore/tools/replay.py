@@ -493,13 +493,13 @@ def _breakpoints(built: Any) -> tuple[tuple[int, str], ...]:
     plan = getattr(built, "cache", None)
     if plan is None:
         return ()
-    marks = [(i, plan.ttl) for i in plan.messages]
+    marks = [(i, plan.ttl_of("messages", i)) for i in plan.messages]
     if plan.top_level and built.messages:
         marks.append((len(built.messages) - 1, plan.ttl))
     if plan.system:
-        marks.append((max(i for i, m in enumerate(built.messages) if m.role == "system"), plan.prefix_ttl))
+        marks.append((max(i for i, m in enumerate(built.messages) if m.role == "system"), plan.ttl_of("system", -1)))
     if plan.tools:
-        marks.append((-1, plan.prefix_ttl))
+        marks.append((-1, plan.ttl_of("tools", -1)))
     return tuple(sorted(set(marks)))
 
 

@@ -27,11 +27,19 @@ __all__ = [
     "DEFAULT_TRIGGER_RATIO",
     "DEFAULT_TARGET_RATIO",
     "DEFAULT_TRIM_TO_RATIO",
+    "CACHE_WRITE_TRIGGER_RATIO",
+    "CACHE_WRITE_TARGET_RATIO",
+    "water_marks_for",
 ]
 
 #: default water marks, chosen by the prompt-cache replay of bench/cache_economics.py (docs/compaction.md).
 DEFAULT_TRIGGER_RATIO = 0.95
 DEFAULT_TARGET_RATIO = 0.75
+#: default water marks when the target bills cache writes (Anthropic with caching on): a compaction rewrites the cached
+#: prefix at 1.25x the input price, reads cost 0.1x, so compacting late and deep pays each rewrite once for more reads
+#: (the best pair of bench/caching_rules.py, docs/caching.md).
+CACHE_WRITE_TRIGGER_RATIO = 0.95
+CACHE_WRITE_TARGET_RATIO = 0.3
 #: how deep the default ladder's trim goes once it has to run (below the target: trims break the cache from the front).
 DEFAULT_TRIM_TO_RATIO = 0.55
 
@@ -179,3 +187,18 @@ class CompactionConfig(BaseModel):
         if self.steps is not None:
             return list(self.steps)
         return strategy_steps(self.strategy or "ladder", self.keep_groups)
+
+
+def water_marks_for(config: CompactionConfig, bills_cache_writes: bool) -> CompactionConfig:
+    """``config`` with the water marks that suit the target's cache pricing, where the pipeline sets none.
+
+    With ``bills_cache_writes`` (see ``TargetSpec.bills_cache_writes``) an unset
+    ``trigger_ratio`` / ``target_ratio`` takes :data:`CACHE_WRITE_TRIGGER_RATIO` /
+    :data:`CACHE_WRITE_TARGET_RATIO`; a ratio the pipeline gives always wins.
+    """
+    given = config.model_fields_set
+    if not bills_cache_writes or {"trigger_ratio", "target_ratio"} <= given:
+        return config
+    trigger = config.trigger_ratio if "trigger_ratio" in given else CACHE_WRITE_TRIGGER_RATIO
+    target = config.target_ratio if "target_ratio" in given else CACHE_WRITE_TARGET_RATIO
+    return config.model_copy(update={"trigger_ratio": trigger, "target_ratio": target})

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ctxcore import hookimpl
+from ctxcore.kit import current_pipeline_context
 from ctxcore_filters.budget_hint import BudgetHint, BudgetHintConfig
-from ctxcore_filters.compaction_config import CompactionConfig
+from ctxcore_filters.compaction_config import CompactionConfig, water_marks_for
 from ctxcore_filters.max_messages import MaxMessages, MaxMessagesConfig
 from ctxcore_filters.merge_same_role import MergeSameRole, MergeSameRoleConfig
 from ctxcore_filters.offload import Offload, OffloadConfig
@@ -25,7 +26,8 @@ def _token_budget(config: TokenBudgetConfig) -> TokenBudget:
 def _compaction(config: CompactionConfig) -> Any:
     from ctxcore_filters.compaction import Compaction
 
-    return Compaction(config)
+    target = current_pipeline_context().target
+    return Compaction(water_marks_for(config, target is not None and target.bills_cache_writes))
 
 
 def _merge_same_role(config: MergeSameRoleConfig) -> MergeSameRole:

@@ -613,6 +613,32 @@ class TestConfig:
         with pytest.raises(ValueError, match="no token budget"):
             Compaction().apply([human("hi")], ctx(None))
 
+    @pytest.mark.parametrize(
+        ("target", "options", "marks"),
+        [
+            ({"provider": "anthropic"}, {}, (0.95, 0.3)),
+            ({"provider": "anthropic", "cache": "top_level"}, {}, (0.95, 0.3)),
+            ({"provider": "anthropic", "cache": "off"}, {}, (0.95, 0.75)),
+            ({"provider": "openai"}, {}, (0.95, 0.75)),
+            ({"provider": "openai-responses"}, {}, (0.95, 0.75)),
+            ({"provider": "anthropic"}, {"target_ratio": 0.6}, (0.95, 0.6)),
+            ({"provider": "anthropic"}, {"trigger_ratio": 0.8}, (0.8, 0.3)),
+            ({"provider": "anthropic"}, {"trigger_ratio": 0.9, "target_ratio": 0.75}, (0.9, 0.75)),
+        ],
+    )
+    def test_water_marks_follow_the_targets_cache_pricing(
+        self, target: dict[str, Any], options: dict[str, Any], marks: tuple[float, float]
+    ) -> None:
+        """An Anthropic target with caching on defaults to 0.95/0.3; other targets keep 0.95/0.75; a given ratio wins."""
+        from ctxcore import Pipeline
+
+        pipeline = Pipeline.from_dict({
+            "version": 1, "model": {"context_window": 8000}, "target": target,
+            "providers": [{"type": "history"}], "filters": [{"type": "compaction", **options}],
+        })
+        config = pipeline.builder().filters[0].component.config
+        assert (config.trigger_ratio, config.target_ratio) == marks
+
     def test_yaml_pipeline(self, tmp_path: Path) -> None:
         """The documented YAML example compiles and builds with the installed plugins."""
         from ctxcore import Pipeline
