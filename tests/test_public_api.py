@@ -216,6 +216,7 @@ EXPECTED_KIT_ALL = [
     "snapshot_of_rows",
     "span_handle",
     "step_time",
+    "stored_dump",
     "structure_of",
     "tokenize",
     "unknown_step",

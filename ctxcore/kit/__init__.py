@@ -145,6 +145,7 @@ from ctxcore.model.messages import (
     content_to_openai,
 )
 from ctxcore.model.plain import plain_fields, plain_message
+from ctxcore.model.stored import stored_dump
 from ctxcore.model.structure import StructureItem, structure_of
 from ctxcore.model.transactions import (
     Unit,
@@ -280,6 +281,7 @@ __all__ = [
     "StructureItem",
     "plain_fields",
     "plain_message",
+    "stored_dump",
     "tokenize",
     "use_pipeline_context",
     "utc_now",

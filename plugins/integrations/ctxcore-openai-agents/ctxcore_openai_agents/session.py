@@ -10,7 +10,7 @@ Responses items in ``metadata["openai_agents_items"]``, so
 messages and ``ctx thread`` shows it.
 
 ``add_items`` appends: it writes only the new messages (in the compact form a
-``Thread`` stores, :func:`ctxcore.model.stored.stored_dump`) and one step record,
+``Thread`` stores, :func:`ctxcore.kit.stored_dump`) and one step record,
 so its cost follows the items added, not the session's length. Two writes
 replace the newest message instead: ``pop_item``, and ``add_items`` whose first
 items continue the stored assistant turn (parallel tool calls split over two
@@ -35,8 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxcore import CheckpointCorrupt, Message, Pipeline, StaleWrite, Thread
-from ctxcore.kit import THREAD_LOG_FORMAT, StepRecord, extend_view, view_of
-from ctxcore.model.stored import stored_dump
+from ctxcore.kit import THREAD_LOG_FORMAT, StepRecord, extend_view, stored_dump, view_of
 from ctxcore_openai_agents.converters import ITEMS_KEY, is_assistant_side, messages_from_items, plain_item
 
 __all__ = ["CheckpointerSession"]

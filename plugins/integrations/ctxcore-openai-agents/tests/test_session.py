@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxcore import CheckpointCorrupt, Pipeline, StaleWrite, Thread
-from ctxcore.model.stored import stored_dump
+from ctxcore.kit import stored_dump
 from ctxcore.testing.harness.postgres import pg_dsn  # noqa: F401  (the session fixture)
 
 WORKER = Path(__file__).with_name("session_worker.py")
