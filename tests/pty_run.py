@@ -31,6 +31,14 @@ def run_on_terminal(argv: Sequence[str], *, env: dict[str, str] | None = None, t
     proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
                             env=env or clean_env(), cwd=ROOT)
     os.close(slave)
+    terminal = drain(master)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    code = proc.wait(timeout=timeout)
+    return code, out, terminal
+
+
+def drain(master: int) -> str:
+    """Read a pty's master end until the child closes the terminal, then close it; the text it got."""
     chunks: list[bytes] = []
     while True:
         try:
@@ -41,6 +49,4 @@ def run_on_terminal(argv: Sequence[str], *, env: dict[str, str] | None = None, t
             break
         chunks.append(data)
     os.close(master)
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    code = proc.wait(timeout=timeout)
-    return code, out, b"".join(chunks).decode("utf-8", "replace")
+    return b"".join(chunks).decode("utf-8", "replace")

@@ -24,6 +24,7 @@ from ctxcore import hookimpl
 from ctxcore.cli import cli
 from ctxcore.testing import fresh_host
 from ctxcore.tools.terminal import clean
+from tests.pty_run import drain
 from tests.test_cli import ROOT, STATE, ctx
 
 BOX = set("─│┌┐└┘├┤┬┴┼━┃┏┓┗┛┡┩╇╭╮╯╰═║╔╗╚╝")
@@ -222,19 +223,10 @@ class TestPlainAndWidth:
         proc = subprocess.Popen([sys.executable, "-m", "ctxcore", *args], stdin=subprocess.DEVNULL, stdout=slave,
                                 stderr=slave, env={**base, "TERM": "xterm-256color", **env}, cwd=ROOT)
         os.close(slave)
-        chunks = []
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
+        text = drain(master)
         proc.wait(timeout=120)
-        os.close(master)
         assert proc.returncode == 0
-        return b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+        return text.replace("\r\n", "\n")
 
     def test_a_terminal_gets_boxes_and_styles_within_its_width(self) -> None:
         """On an 80-column TTY (no COLUMNS): box tables with styles, no line wider than 80 cells."""
