@@ -75,12 +75,17 @@ def _server_pair(call_id: str, kind: str, query: str) -> list[dict[str, Any]]:
                                 "content": []},
         "text_editor_code_execution": {"type": "text_editor_code_execution_view_result", "content": query,
                                        "file_type": "text", "num_lines": 1, "start_line": 1, "total_lines": 1},
+        "tool_search": {"type": "tool_search_tool_search_result",
+                        "tool_references": [{"type": "tool_reference", "tool_name": query}]},
+        "advisor": {"type": "advisor_result", "text": query, "stop_reason": "end_turn"},
     }
-    return [{"type": "server_tool_use", "id": call_id, "name": kind, "input": {"command": query}},
+    name = "tool_search_tool_regex" if kind == "tool_search" else kind
+    return [{"type": "server_tool_use", "id": call_id, "name": name, "input": {"command": query}},
             {"type": f"{kind}_tool_result", "tool_use_id": call_id, "content": results[kind]}]
 
 
-SERVER_KINDS = ["web_search", "web_fetch", "code_execution", "bash_code_execution", "text_editor_code_execution", "mcp"]
+SERVER_KINDS = ["web_search", "web_fetch", "code_execution", "bash_code_execution", "text_editor_code_execution",
+                "tool_search", "advisor", "mcp"]
 
 
 @st.composite
@@ -88,7 +93,7 @@ def assistant_turn(draw: Any, n: int) -> dict[str, Any]:
     """An assistant turn mixing text (with citations), server tool pairs, compaction and a future block type."""
     blocks: list[dict[str, Any]] = []
     for k in range(draw(st.integers(1, 4))):
-        choice = draw(st.sampled_from(["text", "cited", "server", "compaction", "future", "thinking"]))
+        choice = draw(st.sampled_from(["text", "cited", "server", "compaction", "future", "thinking", "redacted"]))
         text = draw(words)
         if choice == "text":
             blocks.append({"type": "text", "text": text})
@@ -102,6 +107,8 @@ def assistant_turn(draw: Any, n: int) -> dict[str, Any]:
             blocks.append(compaction_block(text))
         elif choice == "thinking":
             blocks.insert(0, {"type": "thinking", "thinking": text, "signature": sign(text)})
+        elif choice == "redacted":
+            blocks.insert(0, {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"})
         else:
             blocks.append({"type": "hologram_2031", "payload": {"text": text, "n": k}})
     if blocks[-1]["type"] == "text":
@@ -129,11 +136,16 @@ def user_turn(draw: Any) -> dict[str, Any]:
 
 @st.composite
 def anthropic_history(draw: Any) -> list[dict[str, Any]]:
+    """Turns of every block type; the last user turn may carry the caller's cache mark (kept byte-exact)."""
     turns: list[dict[str, Any]] = []
     for n in range(draw(st.integers(1, 5))):
         turns.append(draw(user_turn()))
         turns.append(draw(assistant_turn(n)))
-    turns.append(draw(user_turn()))
+    last = draw(user_turn())
+    control = draw(st.sampled_from([None, {"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}]))
+    if control is not None:
+        last["content"][0] = {**last["content"][0], "cache_control": control}
+    turns.append(last)
     return turns
 
 
@@ -514,3 +526,30 @@ class TestThreadServerState:
         with pytest.raises(ValueError, match="server-side compaction"):
             thread.add_response({"id": "resp_1", "object": "response.compaction", "output": output})
         assert len(thread.messages) == 1
+
+
+def _sdk_result_kinds() -> set[str]:
+    """Every ``*_tool_result`` block type the installed anthropic SDK declares (``type: Literal[...]``)."""
+    import pathlib
+    import re
+
+    import anthropic
+
+    root = pathlib.Path(anthropic.__file__).parent / "types"
+    found = {kind for path in root.rglob("*.py")
+             for kind in re.findall(r'type: (?:Required\[)?Literal\["([a-z_]+_tool_result)"\]', path.read_text())}
+    return found - {"tool_result"}
+
+
+def test_every_server_result_type_of_the_sdk_pairs_with_its_call() -> None:
+    """Each result type the SDK defines is a known server result, so its ``server_tool_use`` never reads as unpaired."""
+    from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS, answers_server_call, unpaired_server_calls
+
+    kinds = _sdk_result_kinds()
+    assert "advisor_tool_result" in kinds and "web_search_tool_result" in kinds
+    assert kinds - {"mcp_tool_result"} <= ANTHROPIC_RESULT_KINDS
+    for kind in [*kinds, "hologram_tool_result"]:  # and a result type the API adds later
+        assert answers_server_call(kind)
+        call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": kind.removesuffix("_tool_result"), "input": {}}
+        assert unpaired_server_calls([call, {"type": kind, "tool_use_id": "srvtoolu_1", "content": {}}]) == []
+    assert not answers_server_call("tool_result")

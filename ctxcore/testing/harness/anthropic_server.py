@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS, unpaired_server_calls
+from ctxcore.model.blocks import answers_server_call, unpaired_server_calls
 from ctxcore.render.caching import cache_marks, ttl_problem
 from ctxcore.testing.harness.anthropic_sse import message_events
 from ctxcore.testing.harness.openai_server import stub_token_count
@@ -283,7 +283,7 @@ def _signed_problem(i: int, k: int, b: Mapping[str, Any], blocks: list[Any]) -> 
         for r in b["content"]:
             if r.get("encrypted_content") != sign(f"{r.get('url')}{r.get('title')}"):
                 return f"messages.{i}.content.{k}: Invalid `encrypted_content` in `web_search_result` block"
-    if kind in ANTHROPIC_RESULT_KINDS or kind == "mcp_tool_result":
+    if answers_server_call(kind):
         calls = {c.get("id") for c in blocks[:k] if c.get("type") in ("server_tool_use", "mcp_tool_use")}
         if b.get("tool_use_id") not in calls:
             return f"messages.{i}.content.{k}: `{kind}` block has no `server_tool_use` block with id `{b.get('tool_use_id')}` before it"
