@@ -131,3 +131,27 @@ def test_caller_marks_and_placement_never_break_the_cap_or_the_order(
         assert wire_problem({**body, "max_tokens": 1}) is None
         marked = {_key(b) for m in body["messages"] for b in m["content"] if "cache_control" in b}
         assert set(order[-MAX_BREAKPOINTS:]) <= marked
+
+
+def test_the_build_report_names_the_marks_left_out_and_raised() -> None:
+    """``built.to_anthropic()`` warns once per change to the caller's marks: which were left out, which raised."""
+    from ctxcore_counters import ApproximateCounter
+
+    from ctxcore import ContextBuilder, TargetSpec
+
+    class History:
+        def get_messages(self, state: Any, runtime: Any) -> list[Message]:
+            return list(state["messages"])
+
+    turn = {"role": "user", "content": [_marked("old", FIVE), *[_marked(f"p{k}", FIVE) for k in range(3)], _marked("h", HOUR)]}
+    built = ContextBuilder([History()], counter=ApproximateCounter(),
+                           target=TargetSpec(provider="anthropic", cache="off")).build({"messages": _ingest([turn])})
+    body = built.to_anthropic()
+    built.to_anthropic()
+    assert [b.get("cache_control") for b in body["messages"][0]["content"]] == [None, HOUR, HOUR, HOUR, HOUR]
+    assert built.report.warnings == [
+        "cache: 1 of the caller's 5 cache_control marks left out (Anthropic takes at most 4; the newest are kept): "
+        "messages.0.content.0",
+        "cache: the caller's 5m cache_control marks before a 1h one raised to 1h (Anthropic wants 1h breakpoints "
+        "first): messages.0.content.1, messages.0.content.2, messages.0.content.3",
+    ]

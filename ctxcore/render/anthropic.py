@@ -28,7 +28,11 @@ _DATA_URL = re.compile(r"^data:(?P<type>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$"
 
 
 def to_anthropic(
-    messages: Iterable[Message | Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (), cache: CachePlan | None = None
+    messages: Iterable[Message | Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] = (),
+    cache: CachePlan | None = None,
+    *,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """The messages (and tools) as an Anthropic Messages API request body (``system``, ``messages``, ``tools``).
 
@@ -53,7 +57,8 @@ def to_anthropic(
     The caller's own marks (on ``tools``, and on user blocks read by
     :meth:`Message.from_anthropic`) are sent back, with or without ``cache``,
     within the same rules: beyond 4 the oldest are left out, and one before a
-    later ``1h`` mark is raised to ``1h``.
+    later ``1h`` mark is raised to ``1h``; ``notes``, when given, receives one
+    sentence per such change.
     """
     items = coerce(messages)
     system, rendered, _, ends = _render_anthropic(items)
@@ -62,7 +67,9 @@ def to_anthropic(
         body["system"] = system
     if tools:
         body["tools"] = anthropic_tools(tools)
-    mark_anthropic(body, cache or _NO_PLAN, ends)  # the caller's own marks obey the cap and order too
+    changed = mark_anthropic(body, cache or _NO_PLAN, ends)  # the caller's own marks obey the cap and order too
+    if notes is not None:
+        notes.extend(changed)
     return body
 
 

@@ -290,7 +290,7 @@ def _where(part: str, index: int, block: int) -> str:
     return part if part == "top_level" else f"{part}.{index}"
 
 
-def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tuple[int, int]]) -> None:
+def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tuple[int, int]]) -> list[str]:
     """Put the plan's ``cache_control`` marks on a rendered body, within Anthropic's rules.
 
     Invariant: the body ends with at most :data:`MAX_BREAKPOINTS` marks and no
@@ -303,10 +303,15 @@ def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tup
     (the caller asked for that prefix to live an hour), and a plan mark after a
     caller's ``5m`` mark is lowered to ``5m``. Why here: only the rendered body
     shows every mark the API counts.
+
+    Returns one report sentence per change made to the caller's own marks (none when they were sent as given).
     """
     caller = cache_marks(body)
-    for part, index, block, _ in caller[: max(0, len(caller) - MAX_BREAKPOINTS)]:
+    dropped = caller[: max(0, len(caller) - MAX_BREAKPOINTS)]
+    for part, index, block, _ in dropped:
         del _block_at(body, (part, index, block))["cache_control"]
+    notes = [f"cache: {len(dropped)} of the caller's {len(caller)} cache_control marks left out (Anthropic takes at most "
+             f"{MAX_BREAKPOINTS}; the newest are kept): {', '.join(_where(*m[:3]) for m in dropped)}"] if dropped else []
     caller_count = min(len(caller), MAX_BREAKPOINTS)
     top_level = plan.top_level and caller_count < MAX_BREAKPOINTS
     if top_level:
@@ -324,7 +329,10 @@ def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tup
     for (part, index), where in planned.items():
         _block_at(body, where)["cache_control"] = _control(plan.ttl_of(part, index, turn_marked))
     if caller:  # the plan's own marks are in order by construction (prefix_ttl >= ttl)
-        _order_ttls(body, set(placed) | ({("top_level", -1, -1)} if top_level else set()))
+        raised = _order_ttls(body, set(placed) | ({("top_level", -1, -1)} if top_level else set()))
+        notes += [f"cache: the caller's 5m cache_control marks before a 1h one raised to 1h (Anthropic wants 1h "
+                  f"breakpoints first): {', '.join(_where(*m) for m in raised)}"] if raised else []
+    return notes
 
 
 def _control(ttl: str) -> dict[str, Any]:
@@ -364,8 +372,12 @@ def _target_block(
     return ("messages", turn, block) if block >= 0 else None
 
 
-def _order_ttls(body: dict[str, Any], ours: set[tuple[str, int, int]]) -> None:
-    """Make the marks obey 1h-before-5m: ``1h`` up to the caller's last ``1h`` mark, plan marks ``5m`` after a caller's ``5m``."""
+def _order_ttls(body: dict[str, Any], ours: set[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """Make the marks obey 1h-before-5m: ``1h`` up to the caller's last ``1h`` mark, plan marks ``5m`` after a caller's ``5m``.
+
+    Returns where the caller's own marks were raised to ``1h``.
+    """
+    raised: list[tuple[str, int, int]] = []
     marks = cache_marks(body)
     last_long = max((k for k, m in enumerate(marks) if m[3].get("ttl") == "1h" and m[:3] not in ours), default=-1)
     seen_short = False
@@ -374,8 +386,10 @@ def _order_ttls(body: dict[str, Any], ours: set[tuple[str, int, int]]) -> None:
         if k < last_long:
             if control.get("ttl") != "1h":
                 _block_at(body, where)["cache_control"] = {**control, "ttl": "1h"}
+                raised += [] if where in ours else [where]
             continue
         if where in ours and seen_short and control.get("ttl") == "1h":
             _block_at(body, where)["cache_control"] = _control("5m")
         elif control.get("ttl", "5m") == "5m":
             seen_short = True
+    return raised
