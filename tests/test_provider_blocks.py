@@ -433,7 +433,12 @@ def loop_host() -> Any:
 
 class TestThreadLoops:
     def test_thirty_turns_of_anthropic_web_search_and_compaction(self, loop_host: Any) -> None:
-        """30 turns through Thread and the official anthropic client: every request legal, compaction honoured."""
+        """30 turns through Thread and the official anthropic client with server-side compaction set in the target.
+
+        The stub compacts as the API does (a compaction block first in the reply
+        once what it reads passes the trigger); every request is legal and
+        sends only the newest compaction and what follows it.
+        """
         from anthropic import Anthropic
 
         from ctxcore import Pipeline
@@ -441,11 +446,13 @@ class TestThreadLoops:
 
         def model(body: dict[str, Any]) -> list[dict[str, Any]]:
             turn = sum(1 for m in body["messages"] if m["role"] == "user")
-            blocks = [compaction_block(f"summary {len(body['messages'])}")] if len(body["messages"]) > 12 else []
-            return [*blocks, *web_search_blocks(f"srvtoolu_{len(body['messages'])}_{turn}", "news",
-                                                [("https://example.org/a", "A")]), {"type": "text", "text": "Here."}]
+            return [*web_search_blocks(f"srvtoolu_{len(body['messages'])}_{turn}", "news",
+                                       [("https://example.org/a", "A")]), {"type": "text", "text": "Here."}]
 
-        thread = Pipeline.from_string(PIPELINE.format(provider="anthropic"), host=loop_host).thread("a")
+        yaml = PIPELINE.format(provider="anthropic").replace(
+            "target: {provider: anthropic}",
+            "target: {provider: anthropic, context_management: {edits: [{type: compact_20260112, trigger: 1500}]}}")
+        thread = Pipeline.from_string(yaml, host=loop_host).thread("a")
         with MessagesServer(reply=model) as server:
             client = Anthropic(base_url=server.base_url, api_key="unused", max_retries=0)
             for turn in range(30):
@@ -454,8 +461,15 @@ class TestThreadLoops:
                 reply = client.beta.messages.create(model="claude-test", max_tokens=64, **body)
                 thread.add_response(reply)
         assert len(server.requests) == 30
+        assert server.requests[0]["context_management"] == {"edits": [
+            {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 1500}}]}
+        compactions = [sum(b["type"] == "compaction" for m in r["messages"] if isinstance(m["content"], list)
+                           for b in m["content"]) for r in server.requests]
+        sizes = [len(r["messages"]) for r in server.requests]
+        assert max(compactions) == 1  # only the newest compaction is sent
+        assert sum(b < a for a, b in zip(sizes, sizes[1:], strict=False)) >= 2  # the server compacted twice, the thread followed
         last = server.requests[-1]["messages"]
-        assert len(last) < 12 and [b["type"] for b in last[1]["content"]][0] == "compaction"
+        assert len(last) < 20 and [b["type"] for b in last[1]["content"]][0] == "compaction"
         assert sum(1 for m in thread.messages if m.role == "assistant") == 30
 
     def test_thirty_turns_of_openai_reasoning_and_compaction(self, loop_host: Any) -> None:
