@@ -473,30 +473,40 @@ class TestThreadLoops:
         assert sum(1 for m in thread.messages if m.role == "assistant") == 30
 
     def test_thirty_turns_of_openai_reasoning_and_compaction(self, loop_host: Any) -> None:
-        """30 turns through Thread and the official openai client: reasoning re-sent with its item, compaction honoured."""
+        """30 turns through Thread and the official openai client with server compaction set in the target.
+
+        Reasoning is re-sent with its item (store=False), the stub compacts as
+        the API does once the input passes ``compact_threshold``, and the thread
+        sends only the newest compaction and what follows it.
+        """
         from openai import OpenAI
 
         from ctxcore import Pipeline
         from ctxcore.testing.harness.openai_server import ChatServer
 
-        def model(body: dict[str, Any]) -> dict[str, Any]:
-            n = len(body["input"])
-            output = [{"type": "web_search_call", "id": f"ws_{n}", "status": "completed",
-                       "action": {"type": "search", "query": "news"}}]
-            if n > 12:
-                output.append(compaction_item(f"cmp_{n}"))
-            return {"content": "Here.", "output": output}
+        calls = itertools.count()
 
-        thread = Pipeline.from_string(PIPELINE.format(provider="openai-responses"), host=loop_host).thread("o")
+        def model(body: dict[str, Any]) -> dict[str, Any]:
+            return {"content": "Here.", "output": [{"type": "web_search_call", "id": f"ws_{next(calls)}",
+                                                    "status": "completed", "action": {"type": "search", "query": "news"}}]}
+
+        yaml = PIPELINE.format(provider="openai-responses").replace(
+            "target: {provider: openai-responses}",
+            "target: {provider: openai-responses, context_management: {compaction: {compact_threshold: 1000}}}")
+        thread = Pipeline.from_string(yaml, host=loop_host).thread("o")
         with ChatServer(reply=model, reasoning=True) as server:
             client = OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
             for turn in range(30):
                 thread.add_user(f"Question {turn}?")
                 body = thread.build().to_openai_responses()
-                thread.add_response(client.responses.create(model="gpt-test", input=body["input"], store=False))
+                thread.add_response(client.responses.create(model="gpt-test", store=False, **body))
         assert len(server.requests) == 30
+        assert server.requests[0]["context_management"] == [{"type": "compaction", "compact_threshold": 1000}]
+        sizes = [len(r["input"]) for r in server.requests]
+        assert sum(b < a for a, b in zip(sizes, sizes[1:], strict=False)) >= 2  # the server compacted twice, the thread followed
         kinds = [i.get("type", "message") for i in server.requests[-1]["input"]]
-        assert "compaction" in kinds and kinds.count("reasoning") <= 2 and len(kinds) < 14
+        assert kinds.count("compaction") == 1 and len(kinds) < 45
+        assert kinds.count("reasoning") == kinds.count("web_search_call") > 1  # each re-sent with its item
 
 
 class TestThreadServerState:
