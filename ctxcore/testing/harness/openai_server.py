@@ -189,7 +189,7 @@ class ChatServer:
         if problem is not None:
             return 400, _error(problem[1], "invalid_request_error", param=problem[0])
         made = self.reply(body)
-        message = {"content": made} if isinstance(made, str) else dict(made)
+        message: dict[str, Any] = {"content": made} if isinstance(made, str) else dict(made)
         self._calls += 1
         if _compacts(body, items if isinstance(items, list) else []):
             message["output"] = [*(message.get("output") or []), compaction_item(f"cmp_{self._calls}")]
