@@ -75,12 +75,17 @@ def _server_pair(call_id: str, kind: str, query: str) -> list[dict[str, Any]]:
                                 "content": []},
         "text_editor_code_execution": {"type": "text_editor_code_execution_view_result", "content": query,
                                        "file_type": "text", "num_lines": 1, "start_line": 1, "total_lines": 1},
+        "tool_search": {"type": "tool_search_tool_search_result",
+                        "tool_references": [{"type": "tool_reference", "tool_name": query}]},
+        "advisor": {"type": "advisor_result", "text": query, "stop_reason": "end_turn"},
     }
-    return [{"type": "server_tool_use", "id": call_id, "name": kind, "input": {"command": query}},
+    name = "tool_search_tool_regex" if kind == "tool_search" else kind
+    return [{"type": "server_tool_use", "id": call_id, "name": name, "input": {"command": query}},
             {"type": f"{kind}_tool_result", "tool_use_id": call_id, "content": results[kind]}]
 
 
-SERVER_KINDS = ["web_search", "web_fetch", "code_execution", "bash_code_execution", "text_editor_code_execution", "mcp"]
+SERVER_KINDS = ["web_search", "web_fetch", "code_execution", "bash_code_execution", "text_editor_code_execution",
+                "tool_search", "advisor", "mcp"]
 
 
 @st.composite
@@ -88,7 +93,7 @@ def assistant_turn(draw: Any, n: int) -> dict[str, Any]:
     """An assistant turn mixing text (with citations), server tool pairs, compaction and a future block type."""
     blocks: list[dict[str, Any]] = []
     for k in range(draw(st.integers(1, 4))):
-        choice = draw(st.sampled_from(["text", "cited", "server", "compaction", "future", "thinking"]))
+        choice = draw(st.sampled_from(["text", "cited", "server", "compaction", "future", "thinking", "redacted"]))
         text = draw(words)
         if choice == "text":
             blocks.append({"type": "text", "text": text})
@@ -102,6 +107,8 @@ def assistant_turn(draw: Any, n: int) -> dict[str, Any]:
             blocks.append(compaction_block(text))
         elif choice == "thinking":
             blocks.insert(0, {"type": "thinking", "thinking": text, "signature": sign(text)})
+        elif choice == "redacted":
+            blocks.insert(0, {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"})
         else:
             blocks.append({"type": "hologram_2031", "payload": {"text": text, "n": k}})
     if blocks[-1]["type"] == "text":
@@ -129,11 +136,16 @@ def user_turn(draw: Any) -> dict[str, Any]:
 
 @st.composite
 def anthropic_history(draw: Any) -> list[dict[str, Any]]:
+    """Turns of every block type; the last user turn may carry the caller's cache mark (kept byte-exact)."""
     turns: list[dict[str, Any]] = []
     for n in range(draw(st.integers(1, 5))):
         turns.append(draw(user_turn()))
         turns.append(draw(assistant_turn(n)))
-    turns.append(draw(user_turn()))
+    last = draw(user_turn())
+    control = draw(st.sampled_from([None, {"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}]))
+    if control is not None:
+        last["content"][0] = {**last["content"][0], "cache_control": control}
+    turns.append(last)
     return turns
 
 
@@ -421,7 +433,12 @@ def loop_host() -> Any:
 
 class TestThreadLoops:
     def test_thirty_turns_of_anthropic_web_search_and_compaction(self, loop_host: Any) -> None:
-        """30 turns through Thread and the official anthropic client: every request legal, compaction honoured."""
+        """30 turns through Thread and the official anthropic client with server-side compaction set in the target.
+
+        The stub compacts as the API does (a compaction block first in the reply
+        once what it reads passes the trigger); every request is legal and
+        sends only the newest compaction and what follows it.
+        """
         from anthropic import Anthropic
 
         from ctxcore import Pipeline
@@ -429,11 +446,13 @@ class TestThreadLoops:
 
         def model(body: dict[str, Any]) -> list[dict[str, Any]]:
             turn = sum(1 for m in body["messages"] if m["role"] == "user")
-            blocks = [compaction_block(f"summary {len(body['messages'])}")] if len(body["messages"]) > 12 else []
-            return [*blocks, *web_search_blocks(f"srvtoolu_{len(body['messages'])}_{turn}", "news",
-                                                [("https://example.org/a", "A")]), {"type": "text", "text": "Here."}]
+            return [*web_search_blocks(f"srvtoolu_{len(body['messages'])}_{turn}", "news",
+                                       [("https://example.org/a", "A")]), {"type": "text", "text": "Here."}]
 
-        thread = Pipeline.from_string(PIPELINE.format(provider="anthropic"), host=loop_host).thread("a")
+        yaml = PIPELINE.format(provider="anthropic").replace(
+            "target: {provider: anthropic}",
+            "target: {provider: anthropic, context_management: {edits: [{type: compact_20260112, trigger: 1500}]}}")
+        thread = Pipeline.from_string(yaml, host=loop_host).thread("a")
         with MessagesServer(reply=model) as server:
             client = Anthropic(base_url=server.base_url, api_key="unused", max_retries=0)
             for turn in range(30):
@@ -442,35 +461,52 @@ class TestThreadLoops:
                 reply = client.beta.messages.create(model="claude-test", max_tokens=64, **body)
                 thread.add_response(reply)
         assert len(server.requests) == 30
+        assert server.requests[0]["context_management"] == {"edits": [
+            {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 1500}}]}
+        compactions = [sum(b["type"] == "compaction" for m in r["messages"] if isinstance(m["content"], list)
+                           for b in m["content"]) for r in server.requests]
+        sizes = [len(r["messages"]) for r in server.requests]
+        assert max(compactions) == 1  # only the newest compaction is sent
+        assert sum(b < a for a, b in zip(sizes, sizes[1:], strict=False)) >= 2  # the server compacted twice, the thread followed
         last = server.requests[-1]["messages"]
-        assert len(last) < 12 and [b["type"] for b in last[1]["content"]][0] == "compaction"
+        assert len(last) < 20 and [b["type"] for b in last[1]["content"]][0] == "compaction"
         assert sum(1 for m in thread.messages if m.role == "assistant") == 30
 
     def test_thirty_turns_of_openai_reasoning_and_compaction(self, loop_host: Any) -> None:
-        """30 turns through Thread and the official openai client: reasoning re-sent with its item, compaction honoured."""
+        """30 turns through Thread and the official openai client with server compaction set in the target.
+
+        Reasoning is re-sent with its item (store=False), the stub compacts as
+        the API does once the input passes ``compact_threshold``, and the thread
+        sends only the newest compaction and what follows it.
+        """
         from openai import OpenAI
 
         from ctxcore import Pipeline
         from ctxcore.testing.harness.openai_server import ChatServer
 
-        def model(body: dict[str, Any]) -> dict[str, Any]:
-            n = len(body["input"])
-            output = [{"type": "web_search_call", "id": f"ws_{n}", "status": "completed",
-                       "action": {"type": "search", "query": "news"}}]
-            if n > 12:
-                output.append(compaction_item(f"cmp_{n}"))
-            return {"content": "Here.", "output": output}
+        calls = itertools.count()
 
-        thread = Pipeline.from_string(PIPELINE.format(provider="openai-responses"), host=loop_host).thread("o")
+        def model(body: dict[str, Any]) -> dict[str, Any]:
+            return {"content": "Here.", "output": [{"type": "web_search_call", "id": f"ws_{next(calls)}",
+                                                    "status": "completed", "action": {"type": "search", "query": "news"}}]}
+
+        yaml = PIPELINE.format(provider="openai-responses").replace(
+            "target: {provider: openai-responses}",
+            "target: {provider: openai-responses, context_management: {compaction: {compact_threshold: 1000}}}")
+        thread = Pipeline.from_string(yaml, host=loop_host).thread("o")
         with ChatServer(reply=model, reasoning=True) as server:
             client = OpenAI(base_url=server.base_url, api_key="unused", max_retries=0)
             for turn in range(30):
                 thread.add_user(f"Question {turn}?")
                 body = thread.build().to_openai_responses()
-                thread.add_response(client.responses.create(model="gpt-test", input=body["input"], store=False))
+                thread.add_response(client.responses.create(model="gpt-test", store=False, **body))
         assert len(server.requests) == 30
+        assert server.requests[0]["context_management"] == [{"type": "compaction", "compact_threshold": 1000}]
+        sizes = [len(r["input"]) for r in server.requests]
+        assert sum(b < a for a, b in zip(sizes, sizes[1:], strict=False)) >= 2  # the server compacted twice, the thread followed
         kinds = [i.get("type", "message") for i in server.requests[-1]["input"]]
-        assert "compaction" in kinds and kinds.count("reasoning") <= 2 and len(kinds) < 14
+        assert kinds.count("compaction") == 1 and len(kinds) < 45
+        assert kinds.count("reasoning") == kinds.count("web_search_call") > 1  # each re-sent with its item
 
 
 class TestThreadServerState:
@@ -514,3 +550,30 @@ class TestThreadServerState:
         with pytest.raises(ValueError, match="server-side compaction"):
             thread.add_response({"id": "resp_1", "object": "response.compaction", "output": output})
         assert len(thread.messages) == 1
+
+
+def _sdk_result_kinds() -> set[str]:
+    """Every ``*_tool_result`` block type the installed anthropic SDK declares (``type: Literal[...]``)."""
+    import pathlib
+    import re
+
+    import anthropic
+
+    root = pathlib.Path(anthropic.__file__).parent / "types"
+    found = {kind for path in root.rglob("*.py")
+             for kind in re.findall(r'type: (?:Required\[)?Literal\["([a-z_]+_tool_result)"\]', path.read_text())}
+    return found - {"tool_result"}
+
+
+def test_every_server_result_type_of_the_sdk_pairs_with_its_call() -> None:
+    """Each result type the SDK defines is a known server result, so its ``server_tool_use`` never reads as unpaired."""
+    from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS, answers_server_call, unpaired_server_calls
+
+    kinds = _sdk_result_kinds()
+    assert "advisor_tool_result" in kinds and "web_search_tool_result" in kinds
+    assert kinds - {"mcp_tool_result"} <= ANTHROPIC_RESULT_KINDS
+    for kind in [*kinds, "hologram_tool_result"]:  # and a result type the API adds later
+        assert answers_server_call(kind)
+        call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": kind.removesuffix("_tool_result"), "input": {}}
+        assert unpaired_server_calls([call, {"type": kind, "tool_use_id": "srvtoolu_1", "content": {}}]) == []
+    assert not answers_server_call("tool_result")

@@ -66,6 +66,14 @@ class TestAnthropicContextManagement:
                " cleared results become placeholders" in notes
         assert any("compact the conversation past 150,000 input tokens" in n for n in notes)
 
+    def test_report_says_when_this_request_reaches_a_trigger(self) -> None:
+        """A trigger the request's input tokens reach is named as acting on this call; one it does not reach is not."""
+        edits = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": 1},
+                           {"type": "compact_20260112", "trigger": 150000}]}
+        notes = [n for n in build(provider="anthropic", context_management=edits).report.notes if n.startswith("server:")]
+        assert "reaches the trigger, so it applies to this call" in notes[0]
+        assert "reaches the trigger" not in notes[1]
+
     @pytest.mark.parametrize("edit, field", [
         ({"type": "clear_tool_uses_20250919", "trigger": -1}, "value"),
         ({"type": "clear_tool_uses_20250919", "keeep": 3}, "keeep"),

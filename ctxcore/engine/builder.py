@@ -417,7 +417,7 @@ class ContextBuilder(OutputSteps):
             report.notes.append(
                 f"cache: {cache.count} cache_control breakpoint(s); {cache.reused} leading message(s) as in the previous build"
             )
-        report.notes.extend(self.target.server_notes())
+        report.notes.extend(self.target.server_notes(report.total_tokens))
         built = BuiltContext(messages=tuple(messages), report=report, tools=tools, cache=cache, target=self.target, thread=thread)
         self._notify(built)
         return built

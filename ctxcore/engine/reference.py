@@ -246,7 +246,7 @@ class _Build:
             report.notes.append(
                 f"cache: {cache.count} cache_control breakpoint(s); {cache.reused} leading message(s) as in the previous build"
             )
-        report.notes.extend(self.builder.target.server_notes())
+        report.notes.extend(self.builder.target.server_notes(report.total_tokens))
         return BuiltContext(messages=tuple(messages), report=report, tools=tools, cache=cache, target=self.builder.target,
                             thread=self.runtime.get("thread_id"))
 

@@ -92,8 +92,12 @@ class BuiltContext:
 
         With ``target.context_management`` edits the body also carries
         ``context_management`` and ``betas``: send it with ``client.beta.messages.create``.
+        Changes made to the caller's own ``cache_control`` marks (left out
+        beyond 4, raised to 1h) are added to the report's warnings.
         """
-        body = to_anthropic(self.messages, self.tools, self.cache)
+        notes: list[str] = []
+        body = to_anthropic(self.messages, self.tools, self.cache, notes=notes)
+        self.report.warnings.extend(n for n in notes if n not in self.report.warnings)
         return anthropic_request(body, self.target) if self.target is not None else body
 
     def _repr_html_(self) -> str:

@@ -132,7 +132,7 @@ from ctxcore.kit.threadlog import (
     unknown_step,
     view_of,
 )
-from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS
+from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS, answers_server_call
 from ctxcore.model.memory_item import DEFAULT_NAMESPACE, MemoryItem, utc_now
 from ctxcore.model.messages import (
     ContentBlock,
@@ -162,6 +162,7 @@ __all__ = [
     "ThreadSnapshot",
     "ThreadStore",
     "UnknownStep",
+    "answers_server_call",
     "check_expected",
     "corrupt",
     "encode_messages",

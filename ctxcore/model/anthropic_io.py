@@ -22,8 +22,13 @@ Block mapping (the renderer in :mod:`ctxcore.render.anthropic` is its inverse):
   verbatim as long as the message still reads the same. OpenAI renderings leave
   thinking out.
 
-``cache_control`` on incoming blocks is dropped: ctxcore places its own
-breakpoints (docs/caching.md).
+``cache_control`` on a user turn's blocks and on ``tool_result`` blocks is
+kept in ``metadata["anthropic_cache_control"]`` (with the fingerprint of the
+message it was read into), and the renderer puts it back on the same block
+while the message still reads the same: a round trip keeps the caller's
+breakpoints, and they count against Anthropic's cap of 4 when ctxcore places
+its own (docs/caching.md). Marks on blocks nested inside a ``tool_result`` and
+on assistant blocks are dropped (ctxcore places its own breakpoints there).
 """
 
 from __future__ import annotations
@@ -45,11 +50,14 @@ from ctxcore.model.messages import (
 )
 
 __all__ = [
+    "ANTHROPIC_CACHE_KEY",
     "ANTHROPIC_CONTENT_KEY",
     "ANTHROPIC_EXTRA_KEY",
     "ANTHROPIC_FINGERPRINT_KEY",
+    "RESULT_BLOCK",
     "message_from_anthropic",
     "messages_from_anthropic",
+    "anthropic_cache_marks",
     "raw_anthropic_content",
 ]
 
@@ -59,6 +67,10 @@ ANTHROPIC_CONTENT_KEY = "anthropic_content"
 ANTHROPIC_FINGERPRINT_KEY = "anthropic_fingerprint"
 #: metadata key for Anthropic fields ctxcore does not model (a tool result's ``is_error``).
 ANTHROPIC_EXTRA_KEY = "anthropic_extra"
+#: metadata key holding the caller's ``cache_control`` marks of a user turn or tool result.
+ANTHROPIC_CACHE_KEY = "anthropic_cache_control"
+#: the block index of a mark on the ``tool_result`` block itself (not on a block of its content).
+RESULT_BLOCK = -1
 
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 
@@ -128,6 +140,18 @@ def raw_anthropic_content(m: Message) -> list[dict[str, Any]] | None:
     return [dict(b) for b in raw]
 
 
+def anthropic_cache_marks(m: Message) -> dict[int, dict[str, Any]]:
+    """The caller's ``cache_control`` marks of ``m`` by content index (-1: the ``tool_result`` block), if still valid.
+
+    Empty when there are none or ``m`` changed since it was read (the marks
+    named blocks of the content it had then).
+    """
+    kept = m.metadata.get(ANTHROPIC_CACHE_KEY)
+    if not kept or kept.get("fingerprint") != m.fingerprint:
+        return {}
+    return {int(index): dict(control) for index, control in kept["marks"]}
+
+
 # ---------------------------------------------------------------- internals
 def _plain(data: Any) -> Any:
     """SDK objects (pydantic models) as plain dicts; dicts and lists as they are."""
@@ -141,7 +165,18 @@ def _block(index: int, block: Any) -> dict[str, Any]:
     block = _plain(block)
     if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
         raise ValueError(f"content[{index}]: a content block is an object with a 'type'")
-    return {k: v for k, v in block.items() if k != "cache_control"} | {"__index__": index}
+    out = {k: v for k, v in block.items() if k != "cache_control"} | {"__index__": index}
+    if isinstance(block.get("cache_control"), Mapping):
+        out["__cache__"] = dict(block["cache_control"])
+    return out
+
+
+def _wire(b: Mapping[str, Any]) -> dict[str, Any]:
+    """A block as the API reads it, without the keys ingestion added (its index, its cache mark)."""
+    return {k: v for k, v in b.items() if k not in _INTERNAL}
+
+
+_INTERNAL = frozenset({"__index__", "__cache__"})
 
 
 def _assistant(blocks: list[dict[str, Any]], provenance: dict[str, Any]) -> Message:
@@ -165,13 +200,13 @@ def _assistant(blocks: list[dict[str, Any]], provenance: dict[str, Any]) -> Mess
     message = _make("assistant", _assistant_content(parts), tuple(calls), {}, provenance)
     if not verbatim:
         return message
-    raw = [{k: v for k, v in b.items() if k != "__index__"} for b in blocks]
+    raw = [_wire(b) for b in blocks]
     metadata = {**message.metadata, ANTHROPIC_CONTENT_KEY: raw, ANTHROPIC_FINGERPRINT_KEY: message.fingerprint}
     return message.model_copy(update={"metadata": metadata})
 
 
-_PLAIN_TEXT_KEYS = frozenset({"type", "text", "__index__"})
-_PLAIN_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "__index__"})
+_PLAIN_TEXT_KEYS = frozenset({"type", "text", "__index__", "__cache__"})
+_PLAIN_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "__index__", "__cache__"})
 
 
 def _assistant_content(parts: list[TextBlock | ProviderBlock]) -> Any:
@@ -183,25 +218,36 @@ def _assistant_content(parts: list[TextBlock | ProviderBlock]) -> Any:
 
 def _provider_block(b: dict[str, Any]) -> ProviderBlock:
     """A block ctxcore does not model, kept as it came (without its index)."""
-    return ProviderBlock(api="anthropic", raw={k: v for k, v in b.items() if k != "__index__"})
+    return ProviderBlock(api="anthropic", raw=_wire(b))
 
 
 def _user(blocks: list[dict[str, Any]], provenance: dict[str, Any]) -> list[Message]:
     out: list[Message] = []
     rest: list[Any] = []
+    marks: list[tuple[int, dict[str, Any]]] = []
     for b in blocks:
         if b["type"] == "tool_result":
             if rest:
                 raise ValueError(f"content[{b['__index__']}]: tool_result blocks must come before any other block of the user turn")
-            out.append(_tool_result(b, provenance))
+            out.append(_with_marks(_tool_result(b, provenance), [(RESULT_BLOCK, b["__cache__"])] if "__cache__" in b else []))
         else:
+            if "__cache__" in b:
+                marks.append((len(rest), b["__cache__"]))
             rest.append(_user_part(b))
     if rest or not out:
         content: Any = rest[0].text if len(rest) == 1 and isinstance(rest[0], TextBlock) else tuple(rest)
-        out.append(_make("user", content, (), {}, provenance))
+        out.append(_with_marks(_make("user", content, (), {}, provenance), marks))
     if len(out) > 1 and "id" in provenance:
         raise ValueError("an explicit id names one message, but this Anthropic turn makes several")
     return out
+
+
+def _with_marks(m: Message, marks: list[tuple[int, dict[str, Any]]]) -> Message:
+    """``m`` holding the caller's cache marks (content index, ``cache_control``) for the renderer to put back."""
+    if not marks:
+        return m
+    kept = {"fingerprint": m.fingerprint, "marks": [[index, control] for index, control in marks]}
+    return m.model_copy(update={"metadata": {**m.metadata, ANTHROPIC_CACHE_KEY: kept}})
 
 
 def _user_part(b: dict[str, Any]) -> TextBlock | ImageBlock | FileBlock | ProviderBlock:
@@ -234,8 +280,8 @@ def _modelled_source(b: dict[str, Any]) -> bool:
     return (b["type"], b["source"].get("type")) in _MODELLED_SOURCES
 
 
-_PLAIN_MEDIA_KEYS = {"image": frozenset({"type", "source", "__index__"}),
-                     "document": frozenset({"type", "source", "title", "__index__"})}
+_PLAIN_MEDIA_KEYS = {"image": frozenset({"type", "source", "__index__", "__cache__"}),
+                     "document": frozenset({"type", "source", "title", "__index__", "__cache__"})}
 _MODELLED_SOURCES = frozenset({("image", "base64"), ("image", "url"), ("document", "base64"), ("document", "file")})
 
 
@@ -384,7 +430,9 @@ def _plain_result(b: dict[str, Any]) -> Message | None:
     else:
         return None
     metadata = {ANTHROPIC_EXTRA_KEY: {"is_error": b["is_error"]}} if "is_error" in b else {}
-    return unchecked_message("tool", _GIVEN_RESULT, content, tool_call_id=call_id, metadata=metadata)
+    made = unchecked_message("tool", _GIVEN_RESULT, content, tool_call_id=call_id, metadata=metadata)
+    control = b.get("cache_control")
+    return _with_marks(made, [(RESULT_BLOCK, dict(control))]) if isinstance(control, Mapping) else made
 
 
 def _joined(texts: list[TextBlock]) -> str | tuple[TextBlock, ...]:

@@ -36,6 +36,7 @@ __all__ = [
     "compaction_boundary_of",
     "compaction_fold",
     "compaction_start",
+    "answers_server_call",
     "foreign_block",
     "foreign_block_error",
     "has_compaction",
@@ -46,10 +47,13 @@ __all__ = [
 
 ProviderApi = Literal["anthropic", "openai-responses"]
 
-#: Anthropic blocks that answer a ``server_tool_use`` in the same assistant message.
+#: Anthropic blocks that answer a ``server_tool_use`` in the same assistant message: every
+#: ``*_tool_result`` type of the ``anthropic`` SDK but the client's ``tool_result`` and
+#: ``mcp_tool_result`` (which answers ``mcp_tool_use``); a test holds this to the SDK's types.
 ANTHROPIC_RESULT_KINDS = frozenset({
     "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
     "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "tool_search_tool_result",
+    "advisor_tool_result",
 })
 _API_NAMES = {"anthropic": "the Anthropic Messages API", "openai-responses": "the OpenAI Responses API"}
 
@@ -197,6 +201,16 @@ def foreign_block_error(block: ProviderBlock, target: str) -> str:
     )
 
 
+def answers_server_call(kind: object) -> bool:
+    """Whether an Anthropic block of type ``kind`` is the result of a ``server_tool_use`` or ``mcp_tool_use``.
+
+    Every ``*_tool_result`` type but the client's own ``tool_result``: the
+    known ones (:data:`ANTHROPIC_RESULT_KINDS`, ``mcp_tool_result``) and any
+    the API adds later, so a new server tool's call never reads as unpaired.
+    """
+    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"
+
+
 def unpaired_server_calls(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
     """Ids of Anthropic ``server_tool_use`` / ``mcp_tool_use`` blocks with no result in ``blocks`` (one assistant turn).
 
@@ -210,7 +224,7 @@ def unpaired_server_calls(blocks: Iterable[Mapping[str, Any]]) -> list[str]:
         kind = b.get("type")
         if kind in ("server_tool_use", "mcp_tool_use") and isinstance(b.get("id"), str):
             calls[b["id"]] = kind
-        elif kind in ANTHROPIC_RESULT_KINDS or kind == "mcp_tool_result":
+        elif answers_server_call(kind):
             answered.add(str(b.get("tool_use_id")))
     return [i for i in calls if i not in answered]
 

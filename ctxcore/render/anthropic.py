@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxcore.errors import InvalidHistory
-from ctxcore.model.anthropic_io import ANTHROPIC_EXTRA_KEY, raw_anthropic_content
+from ctxcore.model.anthropic_io import ANTHROPIC_EXTRA_KEY, RESULT_BLOCK, anthropic_cache_marks, raw_anthropic_content
 from ctxcore.model.blocks import ProviderBlock, foreign_block, foreign_block_error, unpaired_server_calls
 from ctxcore.model.messages import FileBlock, ImageBlock, Message, TextBlock
 from ctxcore.render._input import coerce, content_kinds
@@ -28,7 +28,11 @@ _DATA_URL = re.compile(r"^data:(?P<type>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)$"
 
 
 def to_anthropic(
-    messages: Iterable[Message | Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] = (), cache: CachePlan | None = None
+    messages: Iterable[Message | Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] = (),
+    cache: CachePlan | None = None,
+    *,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """The messages (and tools) as an Anthropic Messages API request body (``system``, ``messages``, ``tools``).
 
@@ -50,6 +54,11 @@ def to_anthropic(
     marks its blocks with ``cache_control: {"type": "ephemeral"}`` (with
     ``"ttl": "1h"`` for 1-hour breakpoints), within the 4-breakpoint cap that
     counts the caller's own marks (:func:`ctxcore.render.caching.mark_anthropic`).
+    The caller's own marks (on ``tools``, and on user blocks read by
+    :meth:`Message.from_anthropic`) are sent back, with or without ``cache``,
+    within the same rules: beyond 4 the oldest are left out, and one before a
+    later ``1h`` mark is raised to ``1h``; ``notes``, when given, receives one
+    sentence per such change.
     """
     items = coerce(messages)
     system, rendered, _, ends = _render_anthropic(items)
@@ -58,9 +67,13 @@ def to_anthropic(
         body["system"] = system
     if tools:
         body["tools"] = anthropic_tools(tools)
-    if cache is not None:
-        mark_anthropic(body, cache, ends)
+    changed = mark_anthropic(body, cache or _NO_PLAN, ends)  # the caller's own marks obey the cap and order too
+    if notes is not None:
+        notes.extend(changed)
     return body
+
+
+_NO_PLAN = CachePlan()
 
 
 def anthropic_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -119,7 +132,7 @@ def _render_anthropic(
         else:
             role = m.role
             raw = raw_anthropic_content(m) if m.role == "assistant" else None
-            blocks = _blocks(m) if raw is None else raw
+            blocks = (_marked_blocks(m) if m.role == "user" else _blocks(m)) if raw is None else raw
             if m.role == "assistant" and m.tool_calls:
                 renamed = {}
                 for c in m.tool_calls:
@@ -176,31 +189,51 @@ def _strip_final_assistant(rendered: list[dict[str, Any]]) -> bool:
 
 
 def _blocks(m: Message) -> list[dict[str, Any]]:
+    """The Anthropic blocks of ``m``'s content, blank text left out."""
+    return [block for _, block in _indexed_blocks(m)]
+
+
+def _indexed_blocks(m: Message) -> list[tuple[int, dict[str, Any]]]:
+    """``(content index, block)`` for each block ``m``'s content renders to (string content is index 0)."""
     content = m.content
     if content is None:
         return []
     if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content.strip() else []
-    out: list[dict[str, Any]] = []
-    for b in content:
-        if isinstance(b, TextBlock):
-            if b.text.strip():
-                out.append({"type": "text", "text": b.text})
-        elif isinstance(b, ImageBlock):
-            out.append({"type": "image", "source": _source(b.url)})
-        elif isinstance(b, ProviderBlock):
-            if b.api != "anthropic":
-                raise InvalidHistory(foreign_block_error(b, "the Anthropic Messages API"))
-            out.append(dict(b.raw))  # sent as it came: signatures and encrypted results are checked
-        elif isinstance(b, FileBlock):
-            if b.file_id:
-                out.append({"type": "document", "source": {"type": "file", "file_id": b.file_id}})
-            else:
-                data = b.file_data or ""
-                match = _DATA_URL.match(data)  # OpenAI's file_data is a data: URL
-                media, data = (match["type"], match["data"]) if match else ("application/pdf", data)
-                out.append({"type": "document", "source": {"type": "base64", "media_type": media, "data": data}})
+        return [(0, {"type": "text", "text": content})] if content.strip() else []
+    out: list[tuple[int, dict[str, Any]]] = []
+    for index, b in enumerate(content):
+        block = _block(b)
+        if block is not None:
+            out.append((index, block))
     return out
+
+
+def _marked_blocks(m: Message) -> list[dict[str, Any]]:
+    """``m``'s blocks with the caller's own ``cache_control`` marks put back where they were read."""
+    marks = anthropic_cache_marks(m)
+    if not marks:
+        return _blocks(m)
+    return [{**block, "cache_control": marks[index]} if index in marks else block for index, block in _indexed_blocks(m)]
+
+
+def _block(b: Any) -> dict[str, Any] | None:
+    """One content part as an Anthropic block (``None``: a blank text, left out)."""
+    if isinstance(b, TextBlock):
+        return {"type": "text", "text": b.text} if b.text.strip() else None
+    if isinstance(b, ImageBlock):
+        return {"type": "image", "source": _source(b.url)}
+    if isinstance(b, ProviderBlock):
+        if b.api != "anthropic":
+            raise InvalidHistory(foreign_block_error(b, "the Anthropic Messages API"))
+        return dict(b.raw)  # sent as it came: signatures and encrypted results are checked
+    if isinstance(b, FileBlock):
+        if b.file_id:
+            return {"type": "document", "source": {"type": "file", "file_id": b.file_id}}
+        data = b.file_data or ""
+        match = _DATA_URL.match(data)  # OpenAI's file_data is a data: URL
+        media, data = (match["type"], match["data"]) if match else ("application/pdf", data)
+        return {"type": "document", "source": {"type": "base64", "media_type": media, "data": data}}
+    return None
 
 
 #: base64 image types Anthropic accepts, and common aliases sent as their standard name.
@@ -232,6 +265,9 @@ def _tool_result(m: Message, tool_use_id: str | None) -> dict[str, Any]:
     extra = m.metadata.get(ANTHROPIC_EXTRA_KEY) or {}
     if "is_error" in extra:
         block["is_error"] = bool(extra["is_error"])
+    mark = anthropic_cache_marks(m).get(RESULT_BLOCK)
+    if mark is not None:
+        block["cache_control"] = mark
     return block
 
 

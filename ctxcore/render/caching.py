@@ -19,9 +19,9 @@ of value:
 leaving out any whose prefix is below the minimum, merging those that fall on
 the same place, and keeping the four most valuable. :func:`mark_anthropic` then
 puts them on the rendered body within the API's rules: at most
-:data:`MAX_BREAKPOINTS` marks counting the caller's own and the top-level
-automatic one (the least valuable are left out), and no ``1h`` breakpoint after
-a ``5m`` one. Placement depends only on the
+:data:`MAX_BREAKPOINTS` marks counting the caller's own (beyond the cap the
+oldest of them are left out) and the top-level automatic one (the plan's least
+valuable are left out), and no ``1h`` breakpoint after a ``5m`` one. Placement depends only on the
 request and the previous build of the thread, so a breakpoint stays on the same
 block from turn to turn while the prefix before it is unchanged (the previous
 end becomes this request's reused-prefix mark).
@@ -290,21 +290,33 @@ def _where(part: str, index: int, block: int) -> str:
     return part if part == "top_level" else f"{part}.{index}"
 
 
-def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tuple[int, int]]) -> None:
+def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tuple[int, int]]) -> list[str]:
     """Put the plan's ``cache_control`` marks on a rendered body, within Anthropic's rules.
 
-    Invariant: the body ends with at most :data:`MAX_BREAKPOINTS` marks,
-    counting those the caller's tools or raw Anthropic blocks already carry and
-    the top-level automatic one; the plan's marks are kept by value
-    (:meth:`CachePlan.by_value`) in the slots left. Marks the plan adds never
-    put a 1h breakpoint after a 5m one: they take 1h when a 1h mark follows
-    them and 5m when a 5m mark precedes them (a caller's own marks are left as
-    they are). Why here: only the rendered body shows every mark the API counts.
+    Invariant: the body ends with at most :data:`MAX_BREAKPOINTS` marks and no
+    ``1h`` breakpoint after a ``5m`` one, whatever the caller's own marks (on
+    tools, on user blocks read by ``from_anthropic``, on raw blocks). The
+    caller's marks come first: beyond the cap the oldest are left out (a later
+    breakpoint covers the longer prefix). The top-level automatic mark and the
+    plan's marks (by :meth:`CachePlan.by_value`) take the slots left. For the
+    order, every mark before the caller's last ``1h`` mark is raised to ``1h``
+    (the caller asked for that prefix to live an hour), and a plan mark after a
+    caller's ``5m`` mark is lowered to ``5m``. Why here: only the rendered body
+    shows every mark the API counts.
+
+    Returns one report sentence per change made to the caller's own marks (none when they were sent as given).
     """
-    caller = len(cache_marks(body))
-    if plan.top_level:
+    caller = cache_marks(body)
+    dropped = caller[: max(0, len(caller) - MAX_BREAKPOINTS)]
+    for part, index, block, _ in dropped:
+        del _block_at(body, (part, index, block))["cache_control"]
+    notes = [f"cache: {len(dropped)} of the caller's {len(caller)} cache_control marks left out (Anthropic takes at most "
+             f"{MAX_BREAKPOINTS}; the newest are kept): {', '.join(_where(*m[:3]) for m in dropped)}"] if dropped else []
+    caller_count = min(len(caller), MAX_BREAKPOINTS)
+    top_level = plan.top_level and caller_count < MAX_BREAKPOINTS
+    if top_level:
         body["cache_control"] = _control(plan.ttl)
-    slots = MAX_BREAKPOINTS - caller - plan.top_level
+    slots = MAX_BREAKPOINTS - caller_count - top_level
     planned: dict[tuple[str, int], tuple[str, int, int]] = {}
     for part, index in plan.by_value():
         if len(planned) >= slots:
@@ -317,7 +329,10 @@ def mark_anthropic(body: dict[str, Any], plan: CachePlan, ends: Mapping[int, tup
     for (part, index), where in planned.items():
         _block_at(body, where)["cache_control"] = _control(plan.ttl_of(part, index, turn_marked))
     if caller:  # the plan's own marks are in order by construction (prefix_ttl >= ttl)
-        _order_ttls(body, set(placed) | ({("top_level", -1, -1)} if plan.top_level else set()))
+        raised = _order_ttls(body, set(placed) | ({("top_level", -1, -1)} if top_level else set()))
+        notes += [f"cache: the caller's 5m cache_control marks before a 1h one raised to 1h (Anthropic wants 1h "
+                  f"breakpoints first): {', '.join(_where(*m) for m in raised)}"] if raised else []
+    return notes
 
 
 def _control(ttl: str) -> dict[str, Any]:
@@ -357,18 +372,24 @@ def _target_block(
     return ("messages", turn, block) if block >= 0 else None
 
 
-def _order_ttls(body: dict[str, Any], ours: set[tuple[str, int, int]]) -> None:
-    """Give the marks in ``ours`` the lifetime the 1h-before-5m rule allows around the caller's marks."""
+def _order_ttls(body: dict[str, Any], ours: set[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """Make the marks obey 1h-before-5m: ``1h`` up to the caller's last ``1h`` mark, plan marks ``5m`` after a caller's ``5m``.
+
+    Returns where the caller's own marks were raised to ``1h``.
+    """
+    raised: list[tuple[str, int, int]] = []
     marks = cache_marks(body)
     last_long = max((k for k, m in enumerate(marks) if m[3].get("ttl") == "1h" and m[:3] not in ours), default=-1)
     seen_short = False
     for k, (part, index, block, control) in enumerate(marks):
-        mine = (part, index, block) in ours
-        if mine and k < last_long and not seen_short:
-            _block_at(body, (part, index, block))["cache_control"] = _control("1h")
-        elif mine and seen_short and control.get("ttl") == "1h":
-            _block_at(body, (part, index, block))["cache_control"] = _control("5m")
-        elif not mine and control.get("ttl", "5m") == "5m":
+        where = (part, index, block)
+        if k < last_long:
+            if control.get("ttl") != "1h":
+                _block_at(body, where)["cache_control"] = {**control, "ttl": "1h"}
+                raised += [] if where in ours else [where]
+            continue
+        if where in ours and seen_short and control.get("ttl") == "1h":
+            _block_at(body, where)["cache_control"] = _control("5m")
+        elif control.get("ttl", "5m") == "5m":
             seen_short = True
-        if mine and _block_at(body, (part, index, block))["cache_control"].get("ttl", "5m") == "5m":
-            seen_short = True
+    return raised

@@ -145,15 +145,32 @@ def openai_context_management(spec: ContextManagementSpec) -> list[dict[str, Any
     return [{"type": "compaction", **spec.compaction.model_dump(exclude_none=True)}]
 
 
-def describe_context_management(spec: ContextManagementSpec, provider: str) -> list[str]:
-    """One report sentence per setting the server will apply for ``provider``."""
+def describe_context_management(spec: ContextManagementSpec, provider: str, tokens: int | None = None) -> list[str]:
+    """One report sentence per setting the server will apply for ``provider``.
+
+    With ``tokens`` (the request's input tokens), a setting whose input-token
+    trigger this request reaches says so: the server acts on this very call.
+    """
     if provider != "anthropic":
         if spec.compaction is None:
             return []
         at = spec.compaction.compact_threshold
-        return [f"server: OpenAI will compact the conversation past {at:,} tokens" if at else
-                "server: OpenAI will compact the conversation at its default threshold"]
-    return [_describe_edit(edit) for edit in spec.edits]
+        note = (f"server: OpenAI will compact the conversation past {at:,} tokens" if at else
+                "server: OpenAI will compact the conversation at its default threshold")
+        return [note + _reached(at, tokens)]
+    notes = []
+    for edit in spec.edits:
+        trigger = getattr(edit, "trigger", None)
+        at = trigger.value if trigger is not None and trigger.type == "input_tokens" else None
+        notes.append(_describe_edit(edit) + _reached(at, tokens))
+    return notes
+
+
+def _reached(at: int | None, tokens: int | None) -> str:
+    """The clause a note gets when this request's input tokens reach the setting's trigger."""
+    if at is None or tokens is None or tokens < at:
+        return ""
+    return f"; this request ({tokens:,} input tokens) reaches the trigger, so it applies to this call"
 
 
 def _describe_edit(edit: ClearToolUses | ClearThinking | Compact) -> str:

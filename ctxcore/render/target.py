@@ -119,8 +119,11 @@ class TargetSpec(BaseModel):
             turn_ttl=None if self.cache_turn_ttl == "off" else self.cache_turn_ttl, extends=extends,
         )
 
-    def server_notes(self) -> list[str]:
-        """What the provider's server will do to the request (context management), one report sentence each."""
+    def server_notes(self, tokens: int | None = None) -> list[str]:
+        """What the provider's server will do to the request (context management), one report sentence each.
+
+        ``tokens``: the request's input tokens, to say which triggers this request reaches.
+        """
         if self.context_management is None:
             return []
-        return describe_context_management(self.context_management, self.provider)
+        return describe_context_management(self.context_management, self.provider, tokens)

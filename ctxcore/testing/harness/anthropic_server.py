@@ -27,7 +27,10 @@ back (a changed byte is refused, as Anthropic refuses it). Server tools and
 compaction the same way: :func:`web_search_blocks` makes the
 ``server_tool_use`` + ``web_search_tool_result`` pair a web-search turn
 returns (each result's ``encrypted_content`` signed) and
-:func:`compaction_block` a signed ``compaction`` block; the server refuses a
+:func:`compaction_block` a signed ``compaction`` block; a request whose
+``context_management`` holds a ``compact_20260112`` edit gets one first in its
+reply once what the server reads reaches the trigger (:func:`server_compaction`);
+the server refuses a
 ``server_tool_use``/``mcp_tool_use`` without its result in the same assistant
 message, a result without its call, a changed ``encrypted_content`` or
 compaction ``signature``, and a ``compaction`` block outside an assistant turn. A
@@ -49,13 +52,21 @@ from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ctxcore.model.blocks import ANTHROPIC_RESULT_KINDS, unpaired_server_calls
+from ctxcore.model.blocks import answers_server_call, unpaired_server_calls
 from ctxcore.render.caching import cache_marks, ttl_problem
 from ctxcore.testing.harness.anthropic_sse import message_events
 from ctxcore.testing.harness.openai_server import stub_token_count
 from ctxcore.testing.harness.openai_sse import sse
 
-__all__ = ["MAX_CACHE_BREAKPOINTS", "AnthropicReply", "MessagesServer", "compaction_block", "web_search_blocks"]
+__all__ = [
+    "DEFAULT_COMPACT_TRIGGER",
+    "MAX_CACHE_BREAKPOINTS",
+    "AnthropicReply",
+    "MessagesServer",
+    "compaction_block",
+    "server_compaction",
+    "web_search_blocks",
+]
 
 AnthropicReply = Callable[[dict[str, Any]], str | Sequence[Mapping[str, Any]]]
 """Makes each answer from the request body: the assistant's text or its content blocks."""
@@ -145,6 +156,9 @@ class MessagesServer:
     def _message(self, body: dict[str, Any]) -> dict[str, Any]:
         made = self.reply(body)
         content = [{"type": "text", "text": made}] if isinstance(made, str) else [dict(b) for b in made]
+        compacted = server_compaction(body)
+        if compacted is not None:
+            content.insert(0, compacted)
         if self.thinking:
             thought = f"Reasoning about request {self._calls + 1}."
             content.insert(0, {"type": "thinking", "thinking": thought, "signature": sign(thought)})
@@ -186,6 +200,33 @@ def web_search_blocks(call_id: str, query: str, results: Sequence[tuple[str, str
 def compaction_block(summary: str) -> dict[str, Any]:
     """A ``compaction`` block as the API returns it: the summary and its signature (checked when it comes back)."""
     return {"type": "compaction", "content": summary, "signature": sign(summary)}
+
+
+#: the input tokens past which ``compact_20260112`` compacts when its edit gives no ``trigger`` (the API's default).
+DEFAULT_COMPACT_TRIGGER = 150_000
+
+
+def server_compaction(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``compaction`` block the server puts first in its reply when the request asks for it, else ``None``.
+
+    As the API does with a ``compact_20260112`` edit in ``context_management``:
+    when the input the server reads (from the newest ``compaction`` block on,
+    counted with :func:`~ctxcore.testing.harness.openai_server.stub_token_count`)
+    reaches the edit's ``trigger``, the reply starts with a signed compaction
+    block summarising what it replaces, which the client must send back.
+    """
+    edits = (body.get("context_management") or {}).get("edits") or []
+    compact = next((e for e in edits if isinstance(e, Mapping) and e.get("type") == "compact_20260112"), None)
+    if compact is None:
+        return None
+    trigger = (compact.get("trigger") or {}).get("value", DEFAULT_COMPACT_TRIGGER)
+    messages = list(body.get("messages") or [])
+    start = max((i for i, m in enumerate(messages) if isinstance(m.get("content"), list)
+                 and any(isinstance(b, Mapping) and b.get("type") == "compaction" for b in m["content"])), default=0)
+    read = messages[start:]
+    if stub_token_count(body.get("system"), read, body.get("tools")) < trigger:
+        return None
+    return compaction_block(f"Summary of the {len(read)} messages before this point.")
 
 
 def wire_problem(body: Mapping[str, Any]) -> str | None:
@@ -283,7 +324,7 @@ def _signed_problem(i: int, k: int, b: Mapping[str, Any], blocks: list[Any]) -> 
         for r in b["content"]:
             if r.get("encrypted_content") != sign(f"{r.get('url')}{r.get('title')}"):
                 return f"messages.{i}.content.{k}: Invalid `encrypted_content` in `web_search_result` block"
-    if kind in ANTHROPIC_RESULT_KINDS or kind == "mcp_tool_result":
+    if answers_server_call(kind):
         calls = {c.get("id") for c in blocks[:k] if c.get("type") in ("server_tool_use", "mcp_tool_use")}
         if b.get("tool_use_id") not in calls:
             return f"messages.{i}.content.{k}: `{kind}` block has no `server_tool_use` block with id `{b.get('tool_use_id')}` before it"

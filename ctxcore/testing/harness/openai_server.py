@@ -18,7 +18,9 @@ recorded, so a test asserts on what was really sent::
 Responses API the same way: ``reply`` gets the request body (``input`` items) and its
 answer becomes the response's ``output`` items (an answer dict's ``output``
 list of raw items first: hosted tool calls, ``compaction``..., then ``message``
-text, then a ``function_call`` per tool call), and ``POST /v1/responses/input_tokens`` answers
+text, then a ``function_call`` per tool call; a request whose ``context_management``
+holds ``{"type": "compaction", "compact_threshold": N}`` gets a ``compaction`` item
+after the raw ones once the input from its newest compaction on reaches N tokens), and ``POST /v1/responses/input_tokens`` answers
 ``responses.input_tokens.count()`` with a ``response.input_tokens`` object
 (``count(body)`` when given, else :func:`stub_token_count`); the input rules of
 :mod:`ctxcore.testing.harness.responses_rules` (a ``function_call_output``
@@ -51,7 +53,7 @@ from typing import Any
 from ctxcore.errors import InvalidHistory
 from ctxcore.render import validate_request
 from ctxcore.testing.harness.openai_sse import chat_chunks, response_events, sse
-from ctxcore.testing.harness.responses_rules import reasoning_item, responses_input_problem
+from ctxcore.testing.harness.responses_rules import compaction_item, reasoning_item, responses_input_problem
 
 __all__ = ["ChatServer", "Reply", "stub_token_count"]
 
@@ -187,8 +189,10 @@ class ChatServer:
         if problem is not None:
             return 400, _error(problem[1], "invalid_request_error", param=problem[0])
         made = self.reply(body)
-        message = {"content": made} if isinstance(made, str) else dict(made)
+        message: dict[str, Any] = {"content": made} if isinstance(made, str) else dict(made)
         self._calls += 1
+        if _compacts(body, items if isinstance(items, list) else []):
+            message["output"] = [*(message.get("output") or []), compaction_item(f"cmp_{self._calls}")]
         output = self._output(message)
         if self.reasoning:
             output.insert(0, reasoning_item(f"rs_{self._calls}"))
@@ -212,6 +216,18 @@ class ChatServer:
             output.append({"type": "function_call", "id": f"fc_{self._calls}_{k}", "call_id": c["id"],
                            "name": c["function"]["name"], "arguments": c["function"]["arguments"], "status": "completed"})
         return output
+
+
+def _compacts(body: Mapping[str, Any], items: list[Any]) -> bool:
+    """Whether server-side compaction applies, as the API's does: a ``compaction`` entry in ``context_management``
+    whose ``compact_threshold`` the input it reads (from the newest ``compaction`` item on) reaches."""
+    settings = body.get("context_management") or []
+    threshold = next((c.get("compact_threshold") for c in settings
+                      if isinstance(c, Mapping) and c.get("type") == "compaction"), None)
+    if not threshold:
+        return False
+    start = max((i for i, it in enumerate(items) if isinstance(it, Mapping) and it.get("type") == "compaction"), default=0)
+    return stub_token_count(body.get("instructions"), items[start:]) >= threshold
 
 
 def stub_token_count(*parts: Any) -> int:

@@ -12,14 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxcore import TextBlock
+from ctxcore.kit import ANTHROPIC_RESULT_KINDS
 from ctxcore_providers._markers import OPEN_MARKER, has_marker, neutralize_markers, strip_runtime_blocks
 
 # Block types only Anthropic messages have (OpenAI chat parts are text, image_url, file).
 _ANTHROPIC_BLOCKS = frozenset({
     "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document", "server_tool_use",
-    "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
-    "text_editor_code_execution_tool_result", "tool_search_tool_result", "mcp_tool_use", "mcp_tool_result",
-    "container_upload", "search_result", "compaction",
+    *ANTHROPIC_RESULT_KINDS, "mcp_tool_use", "mcp_tool_result", "container_upload", "search_result", "compaction",
 })
 # Responses output items that belong to the model turn of the function calls after them (one message together).
 _TURN_ITEMS = frozenset({
