@@ -27,7 +27,9 @@ from hypothesis import strategies as st
 from ctxcore.engine.builder import ContextBuilder
 from ctxcore.engine.lazy import structure_of
 from ctxcore.kit import CLOSE_MARKER, OPEN_MARKER
+from ctxcore.model.blocks import provider_blocks
 from ctxcore.model.messages import Message
+from ctxcore.testing.harness.anthropic_server import compaction_block
 
 KEY = "messages"
 
@@ -105,8 +107,9 @@ def test_a_stand_in_reads_as_exactly_the_eager_conversion(items: list[dict[str, 
         assert isinstance(m, Message) and isinstance(e, Message)
         assert shape(m) == shape(e)
         s = stored[k]
-        assert (s.id, s.role, s.zone, s.trust, s.priority, s.tool_call_id, s.tool_call_ids, s.has_tool_calls) == (
-            e.id, e.role, e.zone, e.trust, e.priority, e.tool_call_id, e.tool_call_ids, bool(e.tool_calls))
+        assert (s.id, s.role, s.zone, s.trust, s.priority, s.tool_call_id, s.tool_call_ids, s.has_tool_calls,
+                s.has_provider_blocks) == (e.id, e.role, e.zone, e.trust, e.priority, e.tool_call_id, e.tool_call_ids,
+                                           bool(e.tool_calls), False)
         assert out.has_id(e.id)  # type: ignore[attr-defined]
 
 
@@ -149,6 +152,25 @@ def test_plain_dicts_become_stand_ins_and_the_others_messages() -> None:
     ]
     stored = structure_of(History().get_messages({"messages": items}, {}))
     assert [type(m).__name__ for m in stored] == ["Message", "Stored", "Stored", "Stored", "Message", "Stored", "Message"]
+
+
+def test_the_provider_block_flag_of_each_stored_item_says_whether_its_message_holds_one() -> None:
+    """``has_provider_blocks`` (what the compaction walk reads instead of content) is set exactly on the items
+    whose message holds a provider block: never on a plain dict's stand-in, on an Anthropic compaction turn and a
+    Responses reasoning item whose id is made when read."""
+    items: list[Any] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [compaction_block("summary")]},
+        {"role": "user", "content": [{"type": "text", "text": "go on"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+        {"role": "assistant", "content": "done"},
+    ]
+    out = History().get_messages({"messages": items}, {})
+    stored = structure_of(out)
+    assert {"Stored", "Pending"} <= {type(s).__name__ for s in stored}
+    assert [s.has_provider_blocks for s in stored] == [bool(provider_blocks(m.content)) for m in out]
+    assert [s.has_provider_blocks for s in stored].count(True) == 2
 
 
 def test_a_cold_build_converts_only_the_messages_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:

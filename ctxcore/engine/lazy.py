@@ -20,8 +20,9 @@ reuses it and a build never transforms history it is about to drop.
 What a structure item provides: a :class:`Message` or a provider's own light
 stand-in for one (see ``ctxcore_providers.history``). Code reading
 ``structure`` may rely on ``id``, ``role``, ``zone``, ``priority``, ``trust``,
-``tool_call_id``, ``tool_calls`` (only its truth), ``tool_call_ids`` and
-``metadata``, and on nothing else (index the lazy sequence for the message).
+``tool_call_id``, ``tool_calls`` (only its truth), ``tool_call_ids``,
+``has_provider_blocks`` and ``metadata``, and on nothing else (index the lazy
+sequence for the message).
 Indexing, slicing and iterating a lazy sequence only ever give messages.
 """
 

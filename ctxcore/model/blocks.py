@@ -129,11 +129,14 @@ def _newest_compaction(items: Sequence[Any]) -> int:
     """The index of the newest item of ``items`` whose content holds a compaction, or -1.
 
     Reads every item, forward (iteration, not indexing: a view's iterator runs
-    in C), because a fold reads each new item once anyway.
+    in C), because a fold reads each new item once anyway; the content only of
+    an item whose ``has_provider_blocks`` flag is set
+    (:class:`~ctxcore.model.structure.StructureItem`), so a history of plain
+    text costs one flag read an item.
     """
     newest = -1
     for index, item in enumerate(items):
-        if type(item.content) is tuple and has_compaction(item.content):
+        if item.has_provider_blocks and has_compaction(item.content):
             newest = index
     return newest
 

@@ -236,6 +236,12 @@ class Message(BaseModel):
         return bool(self.tool_calls)
 
     @property
+    def has_provider_blocks(self) -> bool:
+        """Whether ``content`` holds a :class:`ProviderBlock` (the :class:`~ctxcore.model.structure.StructureItem` field)."""
+        content = self.content
+        return type(content) is tuple and any(type(b) is ProviderBlock for b in content)
+
+    @property
     def tool_call_ids(self) -> tuple[str, ...]:
         """Ids of the calls this (assistant) message requests."""
         return tuple(map(_CALL_ID, self.tool_calls))  # C-level: read by every legality and unit walk

@@ -24,8 +24,11 @@ class StructureItem(Protocol):
     """A stored history item as a walk reads it: a :class:`Message` or a stand-in for one.
 
     Invariant: every field equals the same field of the message the item
-    becomes when it is read (``has_tool_calls`` is ``bool(message.tool_calls)``),
-    so a walk over items decides exactly what a walk over messages would.
+    becomes when it is read (``has_tool_calls`` is ``bool(message.tool_calls)``,
+    ``has_provider_blocks`` whether its content holds a provider block), so a
+    walk over items decides exactly what a walk over messages would. The flags
+    let a walk skip an item without reading its content (a stand-in's content
+    is a lookup; a plain chat dict's never holds a block).
     Identity is stable across builds, as for a message.
     """
 
@@ -47,6 +50,8 @@ class StructureItem(Protocol):
     def tool_call_ids(self) -> tuple[str, ...]: ...
     @property
     def has_tool_calls(self) -> bool: ...
+    @property
+    def has_provider_blocks(self) -> bool: ...
     @property
     def metadata(self) -> dict[str, Any]: ...
 

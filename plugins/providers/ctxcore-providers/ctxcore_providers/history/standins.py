@@ -57,6 +57,7 @@ class Stored(tuple):  # type: ignore[type-arg]
 
     priority = 0
     source = None
+    has_provider_blocks = False  # a plain dict's content is a string or null
     # A stand-in is one stored item: equal only to itself (a tuple compares by value, and its store is big).
     __eq__ = object.__eq__
     __ne__ = object.__ne__
@@ -156,6 +157,11 @@ class Pending:
     def has_tool_calls(self) -> bool:
         """Whether the message requests tool calls."""
         return bool(self.message.tool_calls)
+
+    @property
+    def has_provider_blocks(self) -> bool:
+        """Whether the message's content holds a provider block."""
+        return self.message.has_provider_blocks
 
     role: str
     zone: str
