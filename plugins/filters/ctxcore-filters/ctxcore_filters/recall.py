@@ -201,15 +201,12 @@ class Recall:
 
         A unit recalled from the window's old end is dropped from the window
         (with every older one, so the kept window stays contiguous): it is sent
-        once, in the block. With a span note, every displaced unit goes, so no
-        message the note calls left out is also in the window.
+        once, in the block.
         """
         window, count = room.window, room.count
         recalled = {m.id for u in chosen for m in u.messages}
         must = max((k for k, (a, b) in enumerate(room.units) if b <= room.cut and any(m.id in recalled for m in window[a:b])),
                    default=-1)  # only the displaced units can have been recalled
-        if note is not None:  # the note names every message before the displaced units' end as left out: keep it true
-            must = max((k for k, (a, b) in enumerate(room.units) if b <= room.cut), default=-1)
         block = _block(chosen, ctx.step_id, note)
         total = room.total + count(block)
         dropped = 0
