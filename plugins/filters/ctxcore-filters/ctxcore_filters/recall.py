@@ -379,7 +379,7 @@ def _span_note(index: RecallIndex, before: int, thread_id: str) -> str | None:
     if before <= 0:
         return None
     handle = span_handle(thread_id, index.ids[0], index.ids[before - 1])
-    return (f"[Messages 1-{before} of this conversation are left out of this request (any quoted above excepted): "
+    return (f"[Messages 1-{before} of this conversation are left out of this request (any sent above excepted): "
             f"call {RETRIEVE_TOOL_NAME} with handle \"{handle}\" (and offset) to read them.]")
 
 
