@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import importlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +100,6 @@ class Recall:
         self.embedder = _load_embedder(self.config.embedder)
         self._indexes: OrderedDict[str, RecallIndex] = OrderedDict()
         self._last: dict[int, tuple[Any, int]] = {}  # id(index) -> the structure it was synced with, and its start
-        self._counts: dict[int, tuple[Message, int]] = {}  # id(message) -> (message, tokens): the last window's counts
 
     def reference(self) -> Recall:
         """A new twin with the same settings and no index: it must recall exactly what this one does."""
@@ -135,10 +134,10 @@ class Recall:
         known = structure.shares(last[0]) - start if last is not None and last[1] == start and hasattr(structure, "shares") else 0
         index.sync(items, read, known)
         self._last[id(index)] = (structure, start)
-        room = _Room(window, current, self._counter(window, ctx), ctx.counter.priming)
+        room = _Room(window, current, ctx.counter.count_each(window), ctx.counter.priming)
         share = int(budget * self.config.budget_share)
-        cut = room.displaced(room.total + share - budget)  # the window's oldest units a full block takes the room of
-        before = index.first_of(m.id for m in window[cut:])
+        cut = room.displace(room.total + share - budget)  # the window's oldest units a full block takes the room of
+        before = index.first_of(window[cut:])
         note = _span_note(index, before, str(ctx.runtime.get("thread_id") or "")) if self.config.evicted_note else None
         left = share - (ctx.counter.count_text(note) if note else 0)
         if left < 0:  # a share too small for the note: recall only
@@ -203,18 +202,16 @@ class Recall:
         (with every older one, so the kept window stays contiguous): it is sent
         once, in the block.
         """
-        window, count = room.window, room.count
-        recalled = {m.id for u in chosen for m in u.messages}
-        must = max((k for k, (a, b) in enumerate(room.units) if b <= room.cut and any(m.id in recalled for m in window[a:b])),
-                   default=-1)  # only the displaced units can have been recalled
+        window, count = room.window, ctx.counter.count_message
+        must = room.recalled_end({m.id for u in chosen for m in u.messages})
         block = _block(chosen, ctx.step_id, note)
         total = room.total + count(block)
-        dropped = 0
-        for k, (a, b) in enumerate(room.units):
-            if total <= budget and k > must:
+        end = 0  # the window's oldest units up to here are dropped
+        for a, b, tokens in room.oldest_first():
+            if total <= budget and a >= must:
                 break
-            total -= sum(map(count, window[a:b]))
-            dropped = k + 1
+            total -= tokens
+            end = b
         while total > budget and chosen:  # the window cannot give more: recall less, evicted units first
             weakest = min(chosen, key=lambda u: (u.messages[0].id in room.ids, u.score, -u.position))
             chosen = [u for u in chosen if u is not weakest]
@@ -225,26 +222,10 @@ class Recall:
             return window
         if ctx.report is not None:
             ctx.report.notes.append(_note(ctx.step_id, chosen, note))
-        first = room.units[0][0] if dropped else 0
-        last = room.units[dropped - 1][1] if dropped else 0
-        kept = window[:first] + window[last:]
-        at = room.current - (last - first)
+        first = room.pinned if end else 0
+        kept = window[:first] + window[end:]
+        at = room.current - (end - first)
         return kept[:at] + [block] + kept[at:]
-
-    def _counter(self, window: list[Message], ctx: FilterContext) -> Callable[[Message], int]:
-        """``count_message`` through a memo of the last window's counts by object (the kept window barely changes)."""
-        old, new = self._counts, {}
-        count = ctx.counter.count_message
-        for m in window:
-            hit = old.get(id(m))
-            new[id(m)] = hit if hit is not None and hit[0] is m else (m, count(m))
-        self._counts = new
-
-        def counted(m: Message) -> int:
-            hit = new.get(id(m))
-            return hit[1] if hit is not None and hit[0] is m else count(m)
-
-        return counted
 
 
 class _Tail(Sequence[Any]):
@@ -266,39 +247,66 @@ class _Tail(Sequence[Any]):
 
 
 class _Room:
-    """The kept window's units that may make room for the block: after the pinned prefix, before the current turn.
+    """The kept window, its message counts, and the units that may make room for the block.
 
-    They stop at the first protected unit, so what is dropped is always the
-    window's oldest contiguous run (the end the budget trims).
+    Those units come after the pinned prefix and before the current turn, and
+    stop at the first protected unit, so what is dropped is always the
+    window's oldest contiguous run (the end the budget trims). They are
+    grouped as they are read, oldest first: a build reads only the few it drops.
     """
 
-    def __init__(self, window: list[Message], current: int, count: Callable[[Message], int], priming: int) -> None:
-        self.window, self.current, self.count = window, current, count
-        self.total = priming + sum(map(count, window))
-        self.units: list[tuple[int, int]] = []
-        pinned = _pinned(window)
-        for unit in group_units(window[pinned:]):
-            a, b = pinned + unit.start, pinned + unit.end
-            if b > current or any(m.zone == "protected" for m in window[a:b]):
-                break
-            self.units.append((a, b))
-        self.cut = 0  # set by displaced()
+    def __init__(self, window: list[Message], current: int, counts: list[int], priming: int) -> None:
+        self.window, self.current, self.counts = window, current, counts
+        self.total = priming + sum(counts)
+        self.pinned = _pinned(window)
+        self.cut = 0  # set by displace(): the displaced units are window[pinned:cut]
+        self.displaced: list[tuple[int, int, int]] = []
+
+    def units(self, begin: int = 0) -> Iterator[tuple[int, int, int]]:
+        """``(start, end, tokens)`` of each unit that may make room from ``begin`` (a unit's start), oldest first.
+
+        Every non-tool message starts a unit, so each run of one message and
+        the tool messages after it is grouped on its own: the units
+        :func:`ctxcore.group_units` finds over the whole window.
+        """
+        window, counts, stop = self.window, self.counts, self.current
+        a = max(begin, self.pinned)
+        while a < stop:
+            e = a + 1
+            while e < stop and window[e].role == "tool":
+                e += 1
+            for unit in group_units(window[a:e]):
+                start, end = a + unit.start, a + unit.end
+                if any(m.zone == "protected" for m in window[start:end]):
+                    return
+                yield start, end, sum(counts[start:end])
+            a = e
 
     @functools.cached_property
     def ids(self) -> set[str]:
-        """The window's message ids (read only when the block must shrink: a stand-in's id may cost a hash)."""
+        """The window's message ids (read only when the block must shrink)."""
         return {m.id for m in self.window}
 
-    def displaced(self, needed: int) -> int:
+    def displace(self, needed: int) -> int:
         """Where the window is cut when its oldest units free ``needed`` tokens (0: nothing needs to go)."""
-        freed, cut = 0, 0
-        for a, b in self.units:
+        freed = 0
+        for unit in self.units():
             if freed >= needed:
                 break
-            freed += sum(map(self.count, self.window[a:b]))
-            cut = b
-        self.cut = cut
-        return cut
+            freed += unit[2]
+            self.displaced.append(unit)
+            self.cut = unit[1]
+        return self.cut
+
+    def oldest_first(self) -> Iterator[tuple[int, int, int]]:
+        """The units that may make room, oldest first: the displaced ones (already grouped), then the rest."""
+        yield from self.displaced
+        yield from self.units(self.cut)
+
+    def recalled_end(self, recalled: set[str]) -> int:
+        """The end of the last displaced unit holding a recalled message (0: none): the window drops at least that far."""
+        window = self.window
+        return max((end for start, end, _ in self.displaced if any(m.id in recalled for m in window[start:end])), default=0)
 
 
 def _current_user(window: Sequence[Message]) -> int | None:
@@ -371,7 +379,7 @@ def _span_note(index: RecallIndex, before: int, thread_id: str) -> str | None:
     if before <= 0:
         return None
     handle = span_handle(thread_id, index.ids[0], index.ids[before - 1])
-    return (f"[Messages 1-{before} of this conversation are left out of this request (any quoted above excepted): "
+    return (f"[Messages 1-{before} of this conversation are left out of this request (any sent above excepted): "
             f"call {RETRIEVE_TOOL_NAME} with handle \"{handle}\" (and offset) to read them.]")
 
 

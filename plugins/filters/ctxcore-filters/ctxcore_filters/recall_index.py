@@ -127,6 +127,8 @@ class RecallIndex:
         return keep
 
     def _truncate(self, keep: int) -> None:
+        if keep >= len(self.items):
+            return  # nothing to take back (a next turn)
         for doc in range(keep, len(self.items)):
             tf = self.tfs[doc]
             for term in tf:
@@ -167,10 +169,14 @@ class RecallIndex:
         if self.embedder is not None and texts:
             self.vectors.extend(_vectors(self.embedder, texts))
 
-    def first_of(self, ids: Iterable[str]) -> int:
-        """The first document holding one of ``ids`` (the window's oldest indexed message), or the document count."""
+    def first_of(self, messages: Iterable[Message]) -> int:
+        """The document of the first of ``messages`` that is indexed, or the document count.
+
+        ``messages`` are in the conversation's order (a kept window), so the
+        first one indexed is the oldest: the window's start in the index.
+        """
         docs = self.docs
-        return min((docs[i] for i in ids if i in docs), default=len(self.items))
+        return next((docs[m.id] for m in messages if m.id in docs), len(self.items))
 
     def rank(self, query: str, before: int, limit: int | None = None) -> list[Scored]:
         """The ``limit`` (default: all) best recallable documents below ``before`` sharing a term with ``query``, best first."""

@@ -227,12 +227,23 @@ filters: [token_budget, {type: recall, evicted_note: true}]
         handle = re.search(r'handle "(ctx-span-[0-9a-f-]+)"', block.text).group(1)
         text = thread.resolve(handle)
         assert text.startswith("user: turn 0: ") and "user: My sister Clara moved to Lisbon" in text
-        oldest_kept = next(m for m in built.messages if m.role != "system")
-        assert oldest_kept.text not in text  # the span ends before the window
+        assert "Where did my sister Clara move to?" not in text  # the span ends before the window's newest units
         assert thread.context_retrieve({"handle": handle, "max_chars": 40}).startswith("user: turn 0: ")
         with pytest.raises(KeyError):
             pipe.thread("another").resolve(handle)
         assert built.report.total_tokens <= 500
+
+    def test_an_evicted_note_names_every_message_the_request_leaves_out(self) -> None:
+        """Nothing is lost: each history message neither sent nor quoted is in the note's span."""
+        history = [system("Be brief."), *_history(), human("Anything about the weather?")]  # no word in common: a note only
+        built = _builder(1000, evicted_note=True).build({"messages": history})
+        block = next(m for m in built.messages if m.source == "recall")
+        assert "(any sent above excepted)" in block.text
+        span = resolve_handle(history, re.search(r'handle "(ctx-span-[0-9a-f-]+)"', block.text).group(1))
+        sent = {m.id for m in built.messages} | {i for u in block.metadata["recall"] for i in u["ids"]}
+        left_out = [m for m in history if m.id not in sent]
+        assert left_out and all(f"{m.role}: {m.text}" in span for m in left_out)
+        assert built.report.total_tokens <= 1000
 
     def test_an_embedder_can_rank_a_paraphrase_bm25_misses(self) -> None:
         """With a (deterministic stub) embedder, hybrid ranking recalls a fact that shares no word with the question."""
