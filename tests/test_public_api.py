@@ -155,6 +155,7 @@ EXPECTED_KIT_ALL = [
     "Unit",
     "UnknownStep",
     "UnstorableState",
+    "answers_server_call",
     "canonical_json",
     "check_expected",
     "check_filters",
