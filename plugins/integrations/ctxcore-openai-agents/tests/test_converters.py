@@ -22,7 +22,8 @@ from ctxcore_openai_agents import (
 )
 from ctxcore_openai_agents.cache import GUARD, unchanged
 from ctxcore_openai_agents.converters import ITEMS_KEY, group_items, message_from_group, reads_same
-from hypothesis import HealthCheck, given, settings
+from ctxcore_openai_agents.reasoning import with_reasoning
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -404,10 +405,12 @@ def _sent_by_identity(out: list[Any], runner: list[Any]) -> list[Any]:
 class TestWarmFilter:
     @settings(PROPERTY, max_examples=max(EXAMPLES // 3, 40))
     @given(turns, edits, st.booleans())
+    @example([("", [("a", "")], "", True)], [(1.0, "delete_user", "")], False)  # the new question deleted: reasoning counts
     def test_warm_filter_sends_what_a_cold_one_sends(self, history_turns: list[Any], changes: list[Any], reload: bool) -> None:
         """A filter with its cache warm, on the next call's items (runner copies, edits old and new, reloaded), against a cold filter.
 
-        Always: every window message that came from items was counted from exactly the items sent for it. When the
+        Always: every window message that came from items was counted from exactly the items sent for it (with the
+        reasoning of the current turn, from the last user message on, as ``count_reasoning`` counts it). When the
         edits touch only the newest GUARD messages (or there are none, or the items were reloaded from JSON), the warm
         filter sends exactly what a filter with an empty cache sends.
         """
@@ -429,8 +432,11 @@ class TestWarmFilter:
         runners = {id(x) for x in nxt}
         assert all(id(x) in runners for x in got.items[len(got.items) - sum(len(m.metadata[ITEMS_KEY]) for m in converted):])
         own = [x for x in got.items if id(x) in runners]  # the pipeline's own note (a system item) aside
-        assert [(m.role, m.text, m.tool_call_ids) for m in messages_from_items(own)] == [
-            (m.role, m.text, m.tool_call_ids) for m in converted]  # counted == sent
+        sent = messages_from_items(own)
+        turn = max((k for k, m in enumerate(sent) if m.role == "user"), default=0)  # reasoning counts from here on
+        sent = [with_reasoning(m) if k >= turn else m for k, m in enumerate(sent)]
+        assert [(m.role, m.text, m.tool_call_ids) for m in sent] == [
+            (m.role, m.text, m.tool_call_ids) for m in converted]  # counted == sent, current-turn reasoning included
         assert got.report.total_tokens <= WINDOW_TOKENS - RESERVE_TOKENS and got.instructions == "Be brief."
         if exact:
             assert _sent_by_identity(got.items, nxt) == _sent_by_identity(cold.items, nxt)
