@@ -59,11 +59,11 @@ def hosted_items(output: str = "Paris is the capital of France.") -> list[dict[s
 
 
 def anthropic_blocks(output: str = "Paris is the capital of France.") -> list[dict[str, Any]]:
-    """ChatAnthropic's server tool blocks: a signed web search and an MCP call with its result."""
+    """ChatAnthropic's server tool blocks: a signed web search and a code execution with its result."""
     return [*web_search_blocks("srvtoolu_1", "weather paris", [("https://e.org/p", "Paris weather")]),
-            {"type": "mcp_tool_use", "id": "mcptoolu_1", "name": "lookup", "server_name": "wiki", "input": {"q": "Paris"}},
-            {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": False,
-             "content": [{"type": "text", "text": output}]}]
+            {"type": "server_tool_use", "id": "srvtoolu_2", "name": "code_execution", "input": {"code": "print(fact)"}},
+            {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_2",
+             "content": {"type": "code_execution_result", "stdout": output, "stderr": "", "return_code": 0, "content": []}}]
 
 
 def openai_model(server: ChatServer, output_version: str) -> ChatOpenAI:
@@ -190,6 +190,24 @@ def test_changed_message_keeps_its_tool_outputs() -> None:
     assert back.additional_kwargs["tool_outputs"] == reply.additional_kwargs["tool_outputs"][1:] and back.content == []
     (summarized,) = to_langchain([converted.model_copy(update={"content": "We looked it up."})])
     assert "tool_outputs" not in summarized.additional_kwargs and summarized.content == "We looked it up."
+
+
+def test_tool_outputs_beside_v0_reasoning_are_sent_with_it() -> None:
+    """A v0 reply's reasoning and tool_outputs are both counted, and a changed reply still sends both (the stub checks the pair)."""
+    mcp = hosted_items()[1]
+    first = {"output": [mcp], "content": TEXT}  # the mcp_call must come back with the encrypted reasoning before it
+    with ChatServer(reasoning=True, reply=lambda body: first if len(body["input"]) == 1 else "ok") as server:
+        model = ChatOpenAI(model="gpt-5", base_url=server.base_url, api_key="unused", max_retries=0,
+                           use_responses_api=True, output_version="v0", store=False)
+        reply = model.invoke([HumanMessage("Weather in Paris?")])
+        assert set(reply.additional_kwargs) >= {"reasoning", "tool_outputs"}
+        (converted,) = from_langchain([reply])
+        encrypted = reply.additional_kwargs["reasoning"]["encrypted_content"]
+        assert converted.content == (TextBlock(text=encrypted), ProviderBlock(api="openai-responses", raw=mcp),
+                                     TextBlock(text=TEXT))
+        (back,) = to_langchain([converted.model_copy(update={"content": (*converted.content[:2], TextBlock(text="Sunny."))})])
+        model.invoke(history(back))
+    assert [i.get("type") for i in server.requests[-1]["input"]] == ["message", "reasoning", "mcp_call", "message", "message"]
 
 
 def test_v1_blocks_belong_to_the_messages_provider() -> None:
