@@ -26,11 +26,13 @@ Content blocks ctxcore understands: ``text``, ``image_url`` (OpenAI form),
 is counted as the strings it sends (text blocks in its place, see
 :mod:`ctxcore_langchain.reasoning`; ``count_reasoning=False`` carries it
 uncounted). Provider blocks (``ChatAnthropic``'s server tool, MCP and
-compaction blocks, ``ChatOpenAI``'s Responses hosted tool items, see
+compaction blocks, ``ChatOpenAI``'s Responses hosted tool items, LangChain's v1
+``server_tool_call`` / ``server_tool_result`` blocks, see
 :mod:`ctxcore_langchain.provider`) are :class:`ctxcore.ProviderBlock` objects in their
-place, counted by their JSON and given back as the dicts they came as. Other
-blocks (``tool_use``, audio...) are carried, not counted. A changed message
-keeps the reasoning items whose text is still in its content.
+place, counted by their JSON and given back as the dicts they came as; the hosted
+tool items of ``additional_kwargs["tool_outputs"]`` are provider blocks placed first.
+Other blocks (``tool_use``, audio...) are carried, not counted. A changed message
+keeps the reasoning items and ``tool_outputs`` items still in its content.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 
 from ctxcore import FileBlock, ImageBlock, Message, ProviderBlock, TextBlock, ToolCall
 from ctxcore.kit import content_to_openai
-from ctxcore_langchain.provider import model_api, provider_block
+from ctxcore_langchain.provider import keep_tool_outputs, model_api, provider_block, tool_outputs
 from ctxcore_langchain.reasoning import KWARGS, counted_blocks, is_reasoning, reasoning_parts, restore_reasoning
 
 __all__ = ["LANGCHAIN_KEY", "from_langchain", "message_from_langchain", "message_to_langchain", "to_langchain"]
@@ -108,11 +110,14 @@ def message_from_langchain(message: BaseMessage, *, count_reasoning: bool = True
         carried["fields"] = extra
     raw_content = message.content
     reasoning = _reasoning_items(message, count_reasoning) if role == "assistant" else []
+    outputs = tool_outputs(message.additional_kwargs, raw_content) if role == "assistant" else []
     api = model_api(message.response_metadata)
-    content = _content_from_langchain(raw_content, reasoning, api)
+    content = _content_from_langchain(raw_content, reasoning, api, outputs)
     keep_content = _content_to_langchain(content) != raw_content
     if reasoning:
         carried["reasoning"] = reasoning
+    if outputs:
+        carried["tool_outputs"] = True
     calls: tuple[ToolCall, ...] = ()
     keep_calls = False
     if role == "assistant":
@@ -152,10 +157,8 @@ def message_to_langchain(message: Message) -> BaseMessage:
     kwargs: dict[str, Any] = dict(carried.get("fields") or {})
     if same and "content" in carried:
         kwargs["content"] = carried["content"]
-    elif carried.get("reasoning") and message.role == "assistant":
-        _with_reasoning(kwargs, message.content, carried["reasoning"])
     else:
-        kwargs["content"] = _content_to_langchain(message.content)
+        _changed_content(kwargs, message, carried)
     if message.name is not None:
         kwargs["name"] = message.name
     if message.role == "assistant":
@@ -217,12 +220,16 @@ def _reasoning_items(message: BaseMessage, counted: bool) -> list[tuple[int, Any
 
 
 def _content_from_langchain(content: Any, reasoning: Sequence[tuple[int, Any, tuple[str, ...]]] = (),
-                            api: str | None = None) -> str | tuple[Any, ...] | None:
-    """ctxcore content: text, image, file and provider blocks, with each counted reasoning item's strings in its place."""
+                            api: str | None = None, outputs: Sequence[ProviderBlock] = ()) -> str | tuple[Any, ...] | None:
+    """ctxcore content: text, image, file and provider blocks, with each counted reasoning item's strings in its place.
+
+    ``additional_kwargs`` items come first: the reasoning item's strings, then the ``tool_outputs`` blocks.
+    """
     if isinstance(content, str):  # no reasoning is sent with string content
         return content
     parts = {place: p for place, _, p in reasoning if p}
     blocks: list[Any] = counted_blocks(parts[KWARGS]) if KWARGS in parts else []
+    blocks += outputs
     for index, item in enumerate(content):
         if index in parts:
             blocks += counted_blocks(parts[index])
@@ -233,6 +240,23 @@ def _content_from_langchain(content: Any, reasoning: Sequence[tuple[int, Any, tu
     # nothing ctxcore reads (only tool_use blocks, say): None, the form the build gives it, so the
     # message is not seen as changed
     return tuple(blocks) or None
+
+
+def _changed_content(kwargs: dict[str, Any], message: Message, carried: Mapping[str, Any]) -> None:
+    """Set the LangChain content of a message a filter changed (or ctxcore made) from its ctxcore content.
+
+    ``additional_kwargs["tool_outputs"]`` keeps the items whose blocks are still there, and then the
+    content is a list (``ChatOpenAI`` sends them only beside list content); reasoning items likewise.
+    """
+    content, outputs_kept = message.content, False
+    if carried.get("tool_outputs") and message.role == "assistant":
+        content, outputs_kept = keep_tool_outputs(kwargs, content)
+    if carried.get("reasoning") and message.role == "assistant":
+        _with_reasoning(kwargs, content, carried["reasoning"])
+    else:
+        kwargs["content"] = _content_to_langchain(content)
+    if outputs_kept and isinstance(kwargs["content"], str):
+        kwargs["content"] = [{"type": "text", "text": kwargs["content"]}] if kwargs["content"] else []
 
 
 def _with_reasoning(kwargs: dict[str, Any], content: str | tuple[Any, ...] | None,

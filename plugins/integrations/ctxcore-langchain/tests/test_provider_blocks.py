@@ -241,6 +241,9 @@ provider_item = st.one_of(
     _word("c").map(lambda s: [compaction_block(s)]),
     _word("w").map(lambda q: [{"type": "web_search_call", "id": f"ws_{q}", "status": "completed",
                                "action": {"type": "search", "query": q}}]),
+    _word("s").map(lambda q: [{"type": "server_tool_call", "id": f"srv_{q}", "name": "web_search", "args": {"query": q}},
+                              {"type": "server_tool_result", "tool_call_id": f"srv_{q}", "status": "success",
+                               "output": [{"type": "url", "url": f"https://e.org/{q}"}]}]),
     _word("t").map(lambda t: [{"type": "text", "text": t}]),
     _word("x").map(lambda t: [{"type": "text", "text": t, "cache_control": {"type": "ephemeral"}}]),
 )
