@@ -639,18 +639,6 @@ class TestConfig:
         config = pipeline.builder().filters[0].component.config
         assert (config.trigger_ratio, config.target_ratio) == marks
 
-    def test_yaml_pipeline(self, tmp_path: Path) -> None:
-        """The documented YAML example compiles and builds with the installed plugins."""
-        from ctxcore import Pipeline
-
-        doc = Path(__file__).resolve().parents[4] / "docs" / "compaction.md"
-        text = doc.read_text(encoding="utf-8").split("```yaml\n", 1)[1].split("```", 1)[0]
-        pipeline = Pipeline.from_string(text.replace(".ctx/spill", str(tmp_path)))
-        history = [m.to_openai() for m in conversation(30)]
-        built = pipeline.build({"messages": history})
-        assert built.report.total_tokens <= pipeline.budget.max_input_tokens
-        assert built.report.compressions
-
 
 class TestReport:
     def test_every_replaced_message_is_dropped_or_compressed(self) -> None:
