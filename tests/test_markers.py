@@ -96,3 +96,52 @@ class TestLookAlikes:
     def test_labels_in_another_script_are_left_alone(self, text: str) -> None:
         """A label written (mostly) in another script is not a marker: fewer exact letters than stand-ins."""
         assert not has_marker(text)
+
+
+class TestBracketTable:
+    """The opening characters come from ``ctxcore.kit._bracket_table`` only when it was made from the same data."""
+
+    def test_recorded_entry_equals_the_computation(self) -> None:
+        """The entry for this Python's Unicode data and the installed confusables is exactly the computed class."""
+        from ctxcore.kit import markers
+        from ctxcore.kit._bracket_table import BRACKETS
+
+        key = markers._bracket_data_key()
+        if key not in BRACKETS:
+            pytest.skip(f"no recorded entry for Unicode {key[0]}, confusable-homoglyphs {key[1]} "
+                        "(python tools/bracket_table.py records it)")
+        assert BRACKETS[key] == markers._compute_brackets()
+
+    def test_recorded_entry_is_used_without_computing(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """With an entry for this data, the first marker scan reads it and walks no Unicode table."""
+        from ctxcore.kit import _bracket_table, markers
+
+        monkeypatch.setattr(_bracket_table, "BRACKETS", {markers._bracket_data_key(): "[\u27e6"})
+        monkeypatch.setattr(markers, "_compute_brackets", lambda: pytest.fail("computed despite a recorded entry"))
+        assert markers._brackets() == "[\u27e6"
+
+    def test_other_data_versions_are_computed(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An entry recorded for other Unicode or confusables data is ignored: the characters are computed."""
+        from ctxcore.kit import _bracket_table, markers
+
+        unidata, confusables = markers._bracket_data_key()
+        other = {(unidata, confusables + ".other"): "[", (unidata + ".other", confusables): "["}
+        monkeypatch.setattr(_bracket_table, "BRACKETS", other)
+        assert markers._brackets() == markers._compute_brackets()
+        assert len(markers._brackets()) > 1
+
+    def test_the_tool_reads_back_what_it_writes(self) -> None:
+        """tools/bracket_table.py parses the shipped table into the same entries the module holds (astral ones too)."""
+        import importlib.util
+        from pathlib import Path
+
+        from ctxcore.kit._bracket_table import BRACKETS
+
+        spec = importlib.util.spec_from_file_location("bracket_table", Path(__file__).parents[1] / "tools" / "bracket_table.py")
+        assert spec is not None and spec.loader is not None
+        tool = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(tool)
+        literal, read_table = tool.literal, tool.read_table
+
+        assert read_table() == BRACKETS
+        assert eval(literal('"\\\u27e6\U0001d114[')) == '"\\\u27e6\U0001d114['  # noqa: S307 - our own literal

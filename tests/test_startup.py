@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import ctxcore
 
 HEAVY = ("rich", "click", "structlog", "yaml", "pluggy")
@@ -43,3 +45,33 @@ def test_every_public_name_resolves() -> None:
         assert "NoSuchName" in str(exc)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+FIRST_BUILD = '''from ctxcore import Pipeline
+Pipeline.from_string("""
+version: 1
+model: {context_window: 8000}
+counter: {type: approximate}
+providers:
+  - {type: static_prompt, text: You are a helpful assistant.}
+  - {type: history}
+filters:
+  - {type: token_budget}
+""").build({"messages": [{"role": "user", "content": "Hello, who are you?"}]})
+import ctxcore.kit.markers
+assert ctxcore.kit.markers._confusables.cache_info().currsize == 0, "the confusables were loaded"
+'''
+#: what a first build loads only when its pipeline uses it (the HF counter and its template engine, compaction,
+#: the summarizers' HTTP client, the drivers and counters of other plugins)
+UNUSED = ("jinja2", "ctxcore_counter_hf.counter", "ctxcore_filters.compaction", "urllib.request", "psycopg",
+          "redis", "mem0", "tiktoken")
+
+
+@pytest.mark.integration
+def test_first_build_loads_only_what_its_pipeline_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first build with the installed plugins imports none of the modules its pipeline does not use, and
+    scans for markers without loading the confusables (the bracket class is recorded)."""
+    monkeypatch.delenv("CTXCORE_DISABLE_PLUGIN_AUTOLOAD")
+    loaded = _modules_after(FIRST_BUILD)
+    assert "ctxcore_filters.token_budget" in loaded
+    assert not [m for m in loaded if m in UNUSED or m.startswith(tuple(f"{u}." for u in UNUSED))]

@@ -134,14 +134,38 @@ def _is_bracket(c: str) -> bool:
     return folded[0] in "[<{" or unicodedata.category(c) in ("Ps", "Pi")
 
 
-@functools.cache
-def _bracket_search() -> Callable[..., re.Match[str] | None]:
+def _compute_brackets() -> str:
+    """Every character that opens a marker (:func:`_is_bracket`), in code point order, computed from the data.
+
+    Walks the BMP twice with :mod:`unicodedata` and loads the confusables table:
+    tens of milliseconds, so :func:`_brackets` prefers the recorded result.
+    """
     bmp = [chr(cp) for cp in range(0x80, 0x10000)]  # every Ps/Pi character and NFKC bracket is in the BMP
     chars = {c for c in bmp if unicodedata.category(c) in ("Ps", "Pi")}
     chars.update(ch for ch, proto in _confusables().items() if proto in ("[", "<", "{"))
     chars.update(c for c in bmp if unicodedata.normalize("NFKC", c)[:1] in ("[", "<", "{"))
     chars.update("[<{")
-    brackets = sorted(c for c in chars if _is_bracket(c))
+    return "".join(sorted(c for c in chars if _is_bracket(c)))
+
+
+def _bracket_data_key() -> tuple[str, str]:
+    """The data :func:`_compute_brackets` depends on: this Python's Unicode version and the confusables version."""
+    import confusable_homoglyphs
+
+    return unicodedata.unidata_version, str(getattr(confusable_homoglyphs, "__version__", ""))
+
+
+def _brackets() -> str:
+    """The opening characters: recorded for this Unicode and confusables data (``_bracket_table``), else computed."""
+    from ctxcore.kit._bracket_table import BRACKETS
+
+    recorded = BRACKETS.get(_bracket_data_key())
+    return recorded if recorded is not None else _compute_brackets()
+
+
+@functools.cache
+def _bracket_search() -> Callable[..., re.Match[str] | None]:
+    brackets = _brackets()
     # a bracket directly followed by printable ASCII other than a slash or an "r" cannot open a
     # marker: rejected inside the regex engine, so JSON and code full of brackets stay fast
     return re.compile("[" + "".join(re.escape(c) for c in brackets) + r"](?!\s*[\x21-\x2e\x30-\x51\x53-\x5b\x5d-\x71\x73-\x7e])").search

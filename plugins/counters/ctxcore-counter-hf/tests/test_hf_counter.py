@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tempfile
 from functools import lru_cache
@@ -185,6 +186,24 @@ class TestLoading:
         with pytest.raises(Exception, match="extra"):
             component.create({"path": str(tokenizer_dir()), "vocab": 3})
         assert callable(register_token_counters)
+
+    def test_loading_the_plugin_imports_no_counter_or_jinja2(self) -> None:
+        """Loading the entry point in a fresh interpreter registers the counter without importing it or jinja2."""
+        probe = ("import json, sys\nimport ctxcore_counter_hf.plugin\n"
+                 "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('jinja2', 'ctxcore_counter_hf')))))")
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+        loaded = json.loads(done.stdout.splitlines()[-1])
+        assert loaded == ["ctxcore_counter_hf", "ctxcore_counter_hf.config", "ctxcore_counter_hf.plugin"]
+
+    def test_public_names_load_on_first_use(self) -> None:
+        """Every name of the package's ``__all__`` resolves through its lazy table, and ``dir()`` lists it."""
+        import ctxcore_counter_hf
+
+        for name in ctxcore_counter_hf.__all__:
+            assert getattr(ctxcore_counter_hf, name) is not None
+            assert name in dir(ctxcore_counter_hf)
+        with pytest.raises(AttributeError, match="NoSuchName"):
+            ctxcore_counter_hf.NoSuchName  # noqa: B018
 
 
 def test_message_content_list_without_images_renders_as_text() -> None:

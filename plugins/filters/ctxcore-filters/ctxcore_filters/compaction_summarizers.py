@@ -27,8 +27,6 @@ import json
 import os
 import socket
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -178,6 +176,9 @@ class ChatEndpoint:
                 attempt += 1
 
     def _complete_once(self, messages: list[dict[str, Any]], max_tokens: int) -> str:
+        import urllib.error  # here, not at the top: loading the plugin need not import the HTTP client
+        import urllib.request
+
         body = json.dumps(
             {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": self.temperature}
         ).encode("utf-8")
