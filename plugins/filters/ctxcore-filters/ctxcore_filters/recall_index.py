@@ -23,6 +23,7 @@ from operator import is_
 from typing import Any, Protocol, runtime_checkable
 
 from ctxcore import Message
+from ctxcore_filters.recall_vectors import VectorStore, vector_store
 
 __all__ = ["Embedder", "RecallIndex", "Scored", "message_text", "terms"]
 
@@ -92,7 +93,10 @@ class RecallIndex:
     :func:`ctxcore.group_units` groups a sanitized history.
     """
 
-    def __init__(self, embedder: Embedder | None = None, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(
+        self, embedder: Embedder | None = None, k1: float = 1.2, b: float = 0.75, vectors: VectorStore | None = None,
+    ) -> None:
+        """``vectors``: where an embedder's vectors are kept (default: :func:`~ctxcore_filters.recall_vectors.vector_store`)."""
         self.embedder = embedder
         self.k1, self.b = k1, b
         self.items: list[Any] = []  # what was indexed: messages, or a lazy history's stored items
@@ -107,7 +111,8 @@ class RecallIndex:
         self.lengths: list[int] = []
         self.postings: dict[str, dict[int, int]] = {}
         self.total_length = 0
-        self.vectors: list[tuple[float, ...]] = []
+        # made only with an embedder: a BM25-only index never imports numpy
+        self.vectors: VectorStore | None = None if embedder is None else vectors if vectors is not None else vector_store()
 
     def sync(
         self, items: Sequence[Any], read: Callable[[int, int], Sequence[Message]] | None = None, known: int = 0,
@@ -144,10 +149,15 @@ class RecallIndex:
                 del self.docs[self.ids[doc]]
             self.blocked.discard(doc)
         del self.ids[keep:], self.recallable[keep:]
-        del self.items[keep:], self.units[keep:], self.tfs[keep:], self.lengths[keep:], self.vectors[keep:]
+        del self.items[keep:], self.units[keep:], self.tfs[keep:], self.lengths[keep:]
+        if self.vectors is not None:
+            self.vectors.truncate(keep)
 
     def _extend(self, items: Sequence[Any], messages: Sequence[Message]) -> None:
         texts = [message_text(m) for m in messages]
+        if self.vectors is not None and self.embedder is not None and texts:
+            # first: an embedder that fails (or returns a wrong shape) leaves the index as it was
+            self.vectors.extend(self.embedder(texts), len(texts))
         for item, m, text in zip(items, messages, texts, strict=True):
             doc = len(self.items)
             self.ids.append(m.id)
@@ -166,8 +176,6 @@ class RecallIndex:
             self.lengths.append(length)
             self.items.append(item)
             self.tfs.append(tf)
-        if self.embedder is not None and texts:
-            self.vectors.extend(_vectors(self.embedder, texts))
 
     def first_of(self, messages: Iterable[Message]) -> int:
         """The document of the first of ``messages`` that is indexed, or the document count.
@@ -189,24 +197,20 @@ class RecallIndex:
         BM25 alone ranks the documents sharing a term with ``query`` by their
         score; with an embedder every recallable document is ranked, the BM25
         and cosine rankings fused by reciprocal rank (k = 60), the usual hybrid
-        that needs no score calibration. Ties go to the older document. The
-        order is produced by a heap, so a caller that stops after a few units
-        pays for a linear heapify and a few pops, not for a full sort.
+        that needs no score calibration, by the index's vector store
+        (:mod:`ctxcore_filters.recall_vectors`: one matrix-vector product
+        where numpy imports). Ties go to the older document. The BM25 order is
+        produced by a heap, so a caller that stops after a few units pays for
+        a linear heapify and a few pops, not for a full sort.
         """
         query_terms = list(dict.fromkeys(terms(query)))
         bm25 = self._bm25(query_terms, before)
-        if self.embedder is None:
+        if self.embedder is None or self.vectors is None:
             for d in _best_first(bm25):
                 yield Scored(d, bm25[d], bm25[d], self._matched(d, query_terms), None)
             return
-        q = _vectors(self.embedder, [query])[0]
-        cosines = {d: _cosine(q, self.vectors[d]) for d in range(before) if d not in self.blocked}
-        fused: dict[int, float] = {}
-        for ranking in (bm25, cosines):
-            for rank, d in enumerate(sorted(ranking, key=lambda d: (-ranking[d], d))):
-                fused[d] = fused.get(d, 0.0) + 1.0 / (61 + rank)
-        for d in _best_first(fused):
-            yield Scored(d, fused[d], bm25.get(d, 0.0), self._matched(d, query_terms), cosines[d])
+        for d, score, cosine in self.vectors.fused(self.embedder([query]), before, self.blocked, bm25):
+            yield Scored(d, score, bm25.get(d, 0.0), self._matched(d, query_terms), cosine)
 
     def _matched(self, doc: int, query_terms: list[str]) -> tuple[str, ...]:
         tf = self.tfs[doc]
@@ -264,18 +268,3 @@ def _common_prefix(seen: list[Any], items: Sequence[Any], known: int = 0) -> int
         else:
             hi = mid - 1
     return lo
-
-
-def _vectors(embedder: Embedder, texts: list[str]) -> list[tuple[float, ...]]:
-    out = [tuple(float(x) for x in v) for v in embedder(texts)]
-    if len(out) != len(texts):
-        raise ValueError(f"recall embedder returned {len(out)} vectors for {len(texts)} texts; it must return one per text")
-    return out
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    if len(a) != len(b):
-        raise ValueError(f"recall embedder returned vectors of lengths {len(a)} and {len(b)}; they must all be one length")
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0

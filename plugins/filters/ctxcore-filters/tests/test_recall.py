@@ -9,7 +9,8 @@ import pytest
 from ctxcore_counters import ApproximateCounter
 from ctxcore_filters import Recall, RecallIndex, TokenBudget
 from ctxcore_filters.recall import MISS_RUN, RecallConfig
-from ctxcore_filters.recall_index import terms
+from ctxcore_filters.recall_index import message_text, terms
+from ctxcore_filters.recall_vectors import PyVectors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -412,3 +413,120 @@ class TestProperties:
                 first = messages[idx[0]]
                 answers = {c.id for c in first.tool_calls}
                 assert answers == {messages[i].tool_call_id for i in idx[1:]}
+
+
+NumpyVectors = pytest.importorskip("ctxcore_filters.recall_matrix").NumpyVectors
+STORES = {"python": PyVectors, "numpy": NumpyVectors}
+_component = st.one_of(st.just(0.0), st.floats(0.01, 10), st.floats(-10, -0.01))
+
+
+class _Table:
+    """A stub embedder: the vector drawn for each text (texts are unique), else a fixed one; counts its texts."""
+
+    def __init__(self, vectors: dict[str, list[float]], width: int) -> None:
+        self.vectors, self.width, self.embedded = vectors, width, 0
+
+    def __call__(self, texts):
+        self.embedded += len(texts)
+        return [self.vectors.get(t, [1.0] * self.width) for t in texts]
+
+
+@st.composite
+def _hybrid_history(draw, size: int = 30):
+    """Unique messages (some system, so never ranked), a vector per message and one for the question."""
+    width = draw(st.integers(1, 6))
+    n = draw(st.integers(1, size))
+    messages, vectors = [], {}
+    for k in range(n):
+        words = " ".join(draw(st.lists(st.sampled_from(WORDS), max_size=5)))
+        role = draw(st.sampled_from(["user", "assistant", "assistant", "system"]))
+        m = {"user": human, "assistant": ai, "system": system}[role](f"{words} m{k}")
+        messages.append(m)
+        vectors[message_text(m)] = draw(st.lists(_component, min_size=width, max_size=width))
+    question = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3))) + " ?"
+    vectors[question] = draw(st.lists(_component, min_size=width, max_size=width))
+    return messages, _Table(vectors, width), question
+
+
+def _hybrid_state(index: RecallIndex) -> tuple:
+    return (*_state(index), index.vectors.rows())
+
+
+class TestHybrid:
+    def test_vectors_are_normalised_once_when_indexed_and_the_question_every_ranking(self) -> None:
+        """Each message is embedded when indexed, never again; a ranking embeds the question alone."""
+        for store in STORES.values():
+            embed = _Table({}, 3)
+            index, history = RecallIndex(embed, vectors=store()), _history(10)
+            index.sync(history)
+            assert embed.embedded == 20 and all(math.isclose(sum(x * x for x in row), 1.0) for row in index.vectors.rows())
+            index.sync([*history, human("new")])
+            assert embed.embedded == 21
+            list(index.ranked("pasta", 21))
+            assert embed.embedded == 22
+
+    def test_a_zero_vector_has_cosine_zero(self) -> None:
+        """A message embedded as the zero vector ranks with cosine 0, in both stores."""
+        history = [human("alpha m0"), human("beta m1")]
+        embed = _Table({"alpha m0": [0.0, 0.0], "beta m1": [1.0, 0.0], "q": [2.0, 0.0]}, 2)
+        for store in STORES.values():
+            index = RecallIndex(embed, vectors=store())
+            index.sync(history)
+            assert [(s.doc, s.cosine) for s in index.ranked("q", 2)] == [(1, 1.0), (0, 0.0)]
+
+    @pytest.mark.parametrize("store", list(STORES))
+    @pytest.mark.parametrize(("wrong", "error"), [
+        (lambda texts: [[1.0, 0.0]] * (len(texts) + 1), "vectors for"),
+        (lambda texts: [[1.0, 0.0]] * (len(texts) - 1) + [[1.0]], "one length"),
+    ])
+    def test_an_embedder_of_the_wrong_shape_is_a_clear_error_and_leaves_the_index_as_it_was(self, store, wrong, error) -> None:
+        """One vector per text of one length, or a ValueError saying so; the documents indexed before stay consistent."""
+        history = _history(5)
+        index = RecallIndex(_Table({}, 2), vectors=STORES[store]())
+        index.sync(history)
+        index.embedder = wrong
+        with pytest.raises(ValueError, match=error):
+            index.sync([*history, human("one more"), ai("and another")])
+        assert len(index.items) == len(index.vectors) == len(history)
+        index.embedder = _Table({}, 2)
+        index.sync([*history, human("one more")])
+        assert len(index.items) == len(index.vectors) == len(history) + 1
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_hybrid_history(), st.data())
+    def test_the_numpy_store_ranks_as_the_pure_python_one(self, drawn, data) -> None:
+        """Same documents in the same order, same fused scores, cosines equal to 1e-9 relative (1e-12 near zero)."""
+        messages, embed, question = drawn
+        cut = data.draw(st.integers(0, len(messages)))
+        before = data.draw(st.integers(0, len(messages)))
+        ranked = {}
+        for name, store in STORES.items():
+            index = RecallIndex(embed, vectors=store())
+            index.sync(messages[:cut])  # incremental: a prefix first, then the rest
+            index.sync(messages)
+            ranked[name] = list(index.ranked(question, before))
+        exact, fast = ranked["python"], ranked["numpy"]
+        assert [(s.doc, s.score, s.bm25, s.matched) for s in fast] == [(s.doc, s.score, s.bm25, s.matched) for s in exact]
+        assert all(math.isclose(f.cosine, e.cosine, rel_tol=1e-9, abs_tol=1e-12) for f, e in zip(fast, exact, strict=True))
+        assert {s.doc for s in exact} == {d for d in range(before) if messages[d].role != "system"}
+
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_hybrid_history(40), st.lists(st.tuples(st.sampled_from(["append", "edit", "truncate"]), st.integers(0, 60)),
+                                         max_size=10))
+    def test_the_incremental_hybrid_index_equals_a_fresh_one(self, drawn, ops) -> None:
+        """After appends, edits and truncations, each store's vectors equal a fresh index's, as the BM25 state does."""
+        pool, embed, _ = drawn
+        for store in STORES.values():
+            history: list[Message] = []
+            index = RecallIndex(embed, vectors=store())
+            for op, k in ops:
+                if op == "append":
+                    history = [*history, *pool[len(history) % len(pool):][:k % 4 + 1]]
+                elif op == "edit" and history:
+                    history = [*history[:k % len(history)], pool[k % len(pool)], *history[k % len(history) + 1:]]
+                elif op == "truncate":
+                    history = history[:k % (len(history) + 1)]
+                index.sync(history)
+                fresh = RecallIndex(embed, vectors=store())
+                fresh.sync(history)
+                assert _hybrid_state(index) == _hybrid_state(fresh)
