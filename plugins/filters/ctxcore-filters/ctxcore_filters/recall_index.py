@@ -111,6 +111,8 @@ class RecallIndex:
         self.lengths: list[int] = []
         self.postings: dict[str, dict[int, int]] = {}
         self.total_length = 0
+        # the newest user message's text and document: a build's question, whose vector is then read, not embedded again
+        self.last_user: tuple[str, int] | None = None
         # made only with an embedder: a BM25-only index never imports numpy
         self.vectors: VectorStore | None = None if embedder is None else vectors if vectors is not None else vector_store()
 
@@ -134,6 +136,8 @@ class RecallIndex:
     def _truncate(self, keep: int) -> None:
         if keep >= len(self.items):
             return  # nothing to take back (a next turn)
+        if self.last_user is not None and self.last_user[1] >= keep:
+            self.last_user = None  # an older question is embedded when asked
         for doc in range(keep, len(self.items)):
             tf = self.tfs[doc]
             for term in tf:
@@ -176,6 +180,8 @@ class RecallIndex:
             self.lengths.append(length)
             self.items.append(item)
             self.tfs.append(tf)
+            if m.role == "user":
+                self.last_user = (text, doc)
 
     def first_of(self, messages: Iterable[Message]) -> int:
         """The document of the first of ``messages`` that is indexed, or the document count.
@@ -199,7 +205,9 @@ class RecallIndex:
         and cosine rankings fused by reciprocal rank (k = 60), the usual hybrid
         that needs no score calibration, by the index's vector store
         (:mod:`ctxcore_filters.recall_vectors`: one matrix-vector product
-        where numpy imports). Ties go to the older document. The BM25 order is
+        where numpy imports). A ``query`` that is the newest user message's
+        text (a build's question) is not embedded again: its vector is read
+        from the index. Ties go to the older document. The BM25 order is
         produced by a heap, so a caller that stops after a few units pays for
         a linear heapify and a few pops, not for a full sort.
         """
@@ -209,7 +217,9 @@ class RecallIndex:
             for d in _best_first(bm25):
                 yield Scored(d, bm25[d], bm25[d], self._matched(d, query_terms), None)
             return
-        for d, score, cosine in self.vectors.fused(self.embedder([query]), before, self.blocked, bm25):
+        known = self.last_user
+        asked = [self.vectors.row(known[1])] if known is not None and known[0] == query else self.embedder([query])
+        for d, score, cosine in self.vectors.fused(asked, before, self.blocked, bm25):
             yield Scored(d, score, bm25.get(d, 0.0), self._matched(d, query_terms), cosine)
 
     def _matched(self, doc: int, query_terms: list[str]) -> tuple[str, ...]:

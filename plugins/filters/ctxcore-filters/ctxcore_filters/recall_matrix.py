@@ -52,6 +52,10 @@ class NumpyVectors:
         """The stored (normalised) vectors, as lists of floats."""
         return self.matrix[:self.count].tolist()
 
+    def row(self, doc: int) -> list[float]:
+        """Document ``doc``'s stored (normalised) vector."""
+        return self.matrix[doc].tolist()
+
     def fused(self, query: Sequence[Sequence[float]] | Any, before: int, blocked: set[int], bm25: dict[int, float],
               ) -> Iterator[tuple[int, float, float]]:
         """``(document, fused score, cosine)`` of every document below ``before`` not ``blocked``, best first."""

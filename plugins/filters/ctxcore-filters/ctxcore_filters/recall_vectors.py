@@ -46,6 +46,9 @@ class VectorStore(Protocol):
     def rows(self) -> list[list[float]]:
         """The stored (normalised) vectors, as lists of floats."""
 
+    def row(self, doc: int) -> list[float]:
+        """Document ``doc``'s stored (normalised) vector."""
+
     def fused(self, query: Sequence[Sequence[float]] | Any, before: int, blocked: set[int], bm25: dict[int, float],
               ) -> Iterator[tuple[int, float, float]]:
         """``(document, fused score, cosine)`` of every document below ``before`` not ``blocked``, best first.
@@ -106,6 +109,10 @@ class PyVectors:
     def rows(self) -> list[list[float]]:
         """The stored (normalised) vectors, as lists of floats."""
         return [list(v) for v in self.vectors]
+
+    def row(self, doc: int) -> list[float]:
+        """Document ``doc``'s stored (normalised) vector."""
+        return list(self.vectors[doc])
 
     def fused(self, query: Sequence[Sequence[float]] | Any, before: int, blocked: set[int], bm25: dict[int, float],
               ) -> Iterator[tuple[int, float, float]]:

@@ -465,6 +465,23 @@ class TestHybrid:
             list(index.ranked("pasta", 21))
             assert embed.embedded == 22
 
+    def test_the_newest_user_message_as_the_question_is_not_embedded_again(self) -> None:
+        """A build's question is the newest user message: its vector is read from the index, and it ranks as embedded."""
+        question = "where is the garden shed?"
+        history = [*_history(10), human(question)]
+        embed = _Table({question: [0.3, -1.0, 2.0]}, 3)
+        for store in STORES.values():
+            index = RecallIndex(embed, vectors=store())
+            index.sync(history)
+            embed.embedded = 0
+            assert [s.doc for s in index.ranked(question, 21)][:1] == [20] and embed.embedded == 0
+            index.sync([*history, ai("a tool call of the same turn")])  # a later step of the turn: still read
+            read = [(s.doc, s.score, s.bm25) for s in index.ranked(question, 21)]
+            assert embed.embedded == 1  # the new assistant message only
+            index.last_user = None  # as after a truncation: the question is embedded, and ranks the same
+            assert [(s.doc, s.score, s.bm25) for s in index.ranked(question, 21)] == read
+            assert embed.embedded == 2
+
     def test_a_zero_vector_has_cosine_zero(self) -> None:
         """A message embedded as the zero vector ranks with cosine 0, in both stores."""
         history = [human("alpha m0"), human("beta m1")]
