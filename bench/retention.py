@@ -36,8 +36,9 @@ A case is retained when the request sent to the model holds the fact's value
 Columns: 4k / 8k / 32k input budgets, lexical and paraphrased questions
 apart, and the mean tokens of a request. The next-turn table times one build
 after appending a turn to a history of 2,000 and 20,000 messages, with and
-without recall, with recall and the model (no memo there: each new message and
-question is embedded in the timed build, as in a user's), and LangChain's
+without recall, with recall and the model (no memo there: each new message is
+embedded in the timed build, as in a user's; the question, the newest user
+message, is read back from the index), and LangChain's
 ``trim_messages`` over the same history with its counts memoised per message,
 in one process (CPU time, the median of several next turns): compare the
 ratios, not the numbers across runs.
@@ -292,7 +293,7 @@ def langchain_system(budget: int) -> Callable[[Case], tuple[str, int]]:
 
 #: recall's embedder in the hybrid rows (memoised: the same texts recur across budgets and rows)
 EMBEDDER = "minilm_embedder:embed"
-#: the next-turn timing's embedder: every new message and question embedded, as in a user's build
+#: the next-turn timing's embedder: every new message embedded, as in a user's build
 NEXT_TURN_EMBEDDER = "minilm_embedder:encode"
 HYBRID = f"ctxcore + recall (hybrid, {minilm_embedder.MODEL})"
 SYSTEMS: dict[str, Callable[[int], Callable[[Case], tuple[str, int]]]] = {
@@ -438,7 +439,7 @@ def markdown(results: dict[str, Any]) -> str:
         "All questions:",
         markdown_table(["system", *(f"{b // 1000}k" for b in budgets)], all_rows),
         f"Next-turn build (CPU ms, median), 8k budget; the embedder is {minilm_embedder.MODEL} on the CPU "
-        "(CPU time of all its threads), each new message and question embedded:",
+        "(CPU time of all its threads), each new message embedded:",
         markdown_table(["history messages", "without recall", "with recall", "ratio", "with recall + embedder",
                         "LangChain trim_messages (memo)"], turn_rows),
     ])
